@@ -1,0 +1,383 @@
+package dev.dma.api;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * How a fabric service opens its endpoint and paces its worker. Immutable and validated at
+ * construction; build one with {@link #builder()} or load one with {@link #load(Path)}.
+ *
+ * <p>Property keys (unknown keys are rejected, so a misspelling never passes silently):
+ *
+ * <table>
+ *   <caption>Configuration keys</caption>
+ *   <tr><th>key</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>{@code providers}</td><td>{@code tcp}</td><td>comma-separated preference order; only
+ *       the first is used, there is no fallback</td></tr>
+ *   <tr><td>{@code interfaces}</td><td>(none)</td><td>comma-separated domain names; the endpoint
+ *       pins to the first, or takes the provider's first domain</td></tr>
+ *   <tr><td>{@code bind}</td><td>(none)</td><td>source node for {@code fi_getinfo} (for example
+ *       {@code 127.0.0.1} for tcp); leave unset for EFA</td></tr>
+ *   <tr><td>{@code max_in_flight}</td><td>64</td><td>posted, unreaped operations per worker, at
+ *       least 1, clamped to the provider's transmit depth</td></tr>
+ *   <tr><td>{@code crc_pool_threads}</td><td>2</td><td>threads of the checksum pool</td></tr>
+ *   <tr><td>{@code progress_deadline}</td><td>{@code 1s}</td><td>how long one operation may be
+ *       refused with {@code -FI_EAGAIN} before it fails; {@code 50ms}, {@code 2s} or ISO-8601
+ *       {@code PT2S}</td></tr>
+ * </table>
+ *
+ * @param providers provider names in preference order; never empty
+ * @param interfaces domain names to pin to; possibly empty
+ * @param bind the source node, if any
+ * @param maxInFlight the per-worker cap on posted, unreaped operations
+ * @param crcPoolThreads threads of the checksum pool
+ * @param progressDeadline how long one post may keep getting {@code -FI_EAGAIN}
+ */
+public record DmaConfiguration(
+    List<String> providers,
+    List<String> interfaces,
+    Optional<String> bind,
+    int maxInFlight,
+    int crcPoolThreads,
+    Duration progressDeadline) {
+
+  /** The provider used when none is named. */
+  public static final String DEFAULT_PROVIDER = "tcp";
+
+  /** The default in-flight cap: a few tens saturate a NIC at large payloads. */
+  public static final int DEFAULT_MAX_IN_FLIGHT = 64;
+
+  /** The default checksum-pool size: two threads per EFA device hash at line rate. */
+  public static final int DEFAULT_CRC_POOL_THREADS = 2;
+
+  /** The default progress deadline. */
+  public static final Duration DEFAULT_PROGRESS_DEADLINE = Duration.ofSeconds(1);
+
+  private static final Set<String> KEYS =
+      Set.of(
+          "providers",
+          "interfaces",
+          "bind",
+          "max_in_flight",
+          "crc_pool_threads",
+          "progress_deadline");
+
+  private static final Pattern DURATION =
+      Pattern.compile("(\\d+)\\s*(ns|us|µs|ms|s|m|h)", Pattern.CASE_INSENSITIVE);
+
+  /**
+   * Validates and normalizes the fields: an empty provider list becomes {@code [tcp]}.
+   *
+   * @throws IllegalArgumentException naming the field that is invalid
+   */
+  public DmaConfiguration {
+    providers = names(providers, "providers");
+    if (providers.isEmpty()) {
+      providers = List.of(DEFAULT_PROVIDER);
+    }
+    interfaces = names(interfaces, "interfaces");
+    if (bind == null) {
+      bind = Optional.empty();
+    }
+    if (bind.isPresent() && (bind.get().isBlank() || bind.get().indexOf('\0') >= 0)) {
+      throw new IllegalArgumentException("bind must be a host name or address, not \"" + bind.get() + "\"");
+    }
+    if (maxInFlight < 1) {
+      throw new IllegalArgumentException("max_in_flight must be at least 1, not " + maxInFlight);
+    }
+    if (crcPoolThreads < 1) {
+      throw new IllegalArgumentException(
+          "crc_pool_threads must be at least 1, not " + crcPoolThreads);
+    }
+    if (progressDeadline == null || progressDeadline.isNegative() || progressDeadline.isZero()) {
+      throw new IllegalArgumentException(
+          "progress_deadline must be positive, not " + progressDeadline);
+    }
+  }
+
+  /**
+   * The defaults: provider {@code tcp}, no interfaces, no bind, 64 in flight, 2 checksum threads,
+   * a 1 s progress deadline.
+   *
+   * @return the default configuration
+   */
+  public static DmaConfiguration defaults() {
+    return builder().build();
+  }
+
+  /**
+   * A builder starting from the defaults.
+   *
+   * @return the builder
+   */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * A builder starting from this configuration.
+   *
+   * @return the builder
+   */
+  public Builder toBuilder() {
+    return new Builder()
+        .providers(providers)
+        .interfaces(interfaces)
+        .bind(bind.orElse(null))
+        .maxInFlight(maxInFlight)
+        .crcPoolThreads(crcPoolThreads)
+        .progressDeadline(progressDeadline);
+  }
+
+  /**
+   * The provider that is used: the first of {@link #providers()}.
+   *
+   * @return the provider name
+   */
+  public String provider() {
+    return providers.getFirst();
+  }
+
+  /**
+   * Loads a properties file (UTF-8).
+   *
+   * @param file the file
+   * @return the configuration
+   * @throws IOException if the file cannot be read
+   * @throws IllegalArgumentException for an unknown key or an invalid value, naming it
+   */
+  public static DmaConfiguration load(Path file) throws IOException {
+    try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+      Properties properties = new Properties();
+      properties.load(reader);
+      return fromProperties(properties);
+    }
+  }
+
+  /**
+   * Builds a configuration from properties; absent keys keep their defaults.
+   *
+   * @param properties the keys of this class's table
+   * @return the configuration
+   * @throws IllegalArgumentException for an unknown key or an invalid value, naming it
+   */
+  public static DmaConfiguration fromProperties(Properties properties) {
+    Set<String> unknown = new TreeSet<>(properties.stringPropertyNames());
+    unknown.removeAll(KEYS);
+    if (!unknown.isEmpty()) {
+      throw new IllegalArgumentException(
+          "unknown configuration key"
+              + (unknown.size() > 1 ? "s " : " ")
+              + String.join(", ", unknown.stream().map(key -> "\"" + key + "\"").toList())
+              + "; known keys are "
+              + String.join(", ", new TreeSet<>(KEYS)));
+    }
+    Builder builder = builder();
+    String value;
+    if ((value = properties.getProperty("providers")) != null) {
+      builder.providers(list(value));
+    }
+    if ((value = properties.getProperty("interfaces")) != null) {
+      builder.interfaces(list(value));
+    }
+    if ((value = properties.getProperty("bind")) != null && !value.isBlank()) {
+      builder.bind(value.strip());
+    }
+    if ((value = properties.getProperty("max_in_flight")) != null) {
+      builder.maxInFlight(integer("max_in_flight", value));
+    }
+    if ((value = properties.getProperty("crc_pool_threads")) != null) {
+      builder.crcPoolThreads(integer("crc_pool_threads", value));
+    }
+    if ((value = properties.getProperty("progress_deadline")) != null) {
+      builder.progressDeadline(parseDuration("progress_deadline", value));
+    }
+    return builder.build();
+  }
+
+  /**
+   * Parses a duration written as a whole number and a unit ({@code ns}, {@code us}, {@code ms},
+   * {@code s}, {@code m}, {@code h}), or in ISO-8601 ({@code PT1.5S}).
+   *
+   * @param key the key being parsed, for the error message
+   * @param text the text
+   * @return the duration
+   * @throws IllegalArgumentException naming the key when the text is not a duration
+   */
+  public static Duration parseDuration(String key, String text) {
+    String trimmed = text.strip();
+    Matcher matcher = DURATION.matcher(trimmed);
+    if (matcher.matches()) {
+      long amount;
+      try {
+        amount = Long.parseLong(matcher.group(1));
+      } catch (NumberFormatException tooLarge) {
+        throw new IllegalArgumentException(key + " is out of range: \"" + text + "\"", tooLarge);
+      }
+      return switch (matcher.group(2).toLowerCase(Locale.ROOT)) {
+        case "ns" -> Duration.ofNanos(amount);
+        case "us", "µs" -> Duration.ofNanos(Math.multiplyExact(amount, 1_000L));
+        case "ms" -> Duration.ofMillis(amount);
+        case "s" -> Duration.ofSeconds(amount);
+        case "m" -> Duration.ofMinutes(amount);
+        default -> Duration.ofHours(amount);
+      };
+    }
+    try {
+      return Duration.parse(trimmed);
+    } catch (DateTimeParseException notIso) {
+      throw new IllegalArgumentException(
+          key + " must be a duration such as 50ms, 2s or PT2S, not \"" + text + "\"", notIso);
+    }
+  }
+
+  private static List<String> list(String value) {
+    if (value.isBlank()) {
+      return List.of();
+    }
+    return Arrays.stream(value.split(",")).map(String::strip).toList();
+  }
+
+  private static int integer(String key, String value) {
+    try {
+      return Integer.parseInt(value.strip());
+    } catch (NumberFormatException notANumber) {
+      throw new IllegalArgumentException(
+          key + " must be a whole number, not \"" + value + "\"", notANumber);
+    }
+  }
+
+  private static List<String> names(List<String> names, String field) {
+    if (names == null) {
+      return List.of();
+    }
+    List<String> checked = new ArrayList<>(names.size());
+    for (String name : names) {
+      if (name == null || name.isBlank() || name.indexOf('\0') >= 0) {
+        throw new IllegalArgumentException(
+            field + " must hold non-blank names, not " + (name == null ? "null" : "\"" + name + "\""));
+      }
+      checked.add(name.strip());
+    }
+    return List.copyOf(checked);
+  }
+
+  /** Builds a {@link DmaConfiguration}; not thread-safe. */
+  public static final class Builder {
+    private List<String> providers = List.of(DEFAULT_PROVIDER);
+    private List<String> interfaces = List.of();
+    private String bind;
+    private int maxInFlight = DEFAULT_MAX_IN_FLIGHT;
+    private int crcPoolThreads = DEFAULT_CRC_POOL_THREADS;
+    private Duration progressDeadline = DEFAULT_PROGRESS_DEADLINE;
+
+    private Builder() {}
+
+    /**
+     * Sets the providers in preference order.
+     *
+     * @param value provider names
+     * @return this builder
+     */
+    public Builder providers(List<String> value) {
+      this.providers = value;
+      return this;
+    }
+
+    /**
+     * Sets the providers in preference order.
+     *
+     * @param value provider names
+     * @return this builder
+     */
+    public Builder providers(String... value) {
+      return providers(Arrays.asList(value));
+    }
+
+    /**
+     * Sets the domain names to pin to.
+     *
+     * @param value domain names
+     * @return this builder
+     */
+    public Builder interfaces(List<String> value) {
+      this.interfaces = value;
+      return this;
+    }
+
+    /**
+     * Sets the source node.
+     *
+     * @param value a host name or address, or {@code null} for none
+     * @return this builder
+     */
+    public Builder bind(String value) {
+      this.bind = value;
+      return this;
+    }
+
+    /**
+     * Sets the in-flight cap.
+     *
+     * @param value at least 1
+     * @return this builder
+     */
+    public Builder maxInFlight(int value) {
+      this.maxInFlight = value;
+      return this;
+    }
+
+    /**
+     * Sets the checksum-pool size.
+     *
+     * @param value at least 1
+     * @return this builder
+     */
+    public Builder crcPoolThreads(int value) {
+      this.crcPoolThreads = value;
+      return this;
+    }
+
+    /**
+     * Sets the progress deadline.
+     *
+     * @param value a positive duration
+     * @return this builder
+     */
+    public Builder progressDeadline(Duration value) {
+      this.progressDeadline = value;
+      return this;
+    }
+
+    /**
+     * Builds and validates the configuration.
+     *
+     * @return the configuration
+     * @throws IllegalArgumentException naming the field that is invalid
+     */
+    public DmaConfiguration build() {
+      return new DmaConfiguration(
+          providers,
+          interfaces,
+          Optional.ofNullable(bind),
+          maxInFlight,
+          crcPoolThreads,
+          progressDeadline);
+    }
+  }
+}

@@ -1,0 +1,225 @@
+package dev.dma.spi;
+
+import dev.dma.api.DmaException;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One open fabric endpoint on one device: the primitives the fabric worker drives. Opened by
+ * {@link FabricProvider#open}.
+ *
+ * <h2>Threads and ownership</h2>
+ *
+ * The endpoint is owned and used by one thread (the fabric worker, or a test driving it), except
+ * {@link #deregister(long)}, which any thread may call because a registration's last lease may drop
+ * on a checksum-pool thread or in a user's {@code invalidate}. The owner closes it once, after every
+ * posted operation was reaped.
+ *
+ * <h2>Data path</h2>
+ *
+ * Posting and reaping return raw codes rather than throwing: {@link #POSTED}, {@link #AGAIN} (the
+ * provider's {@code -FI_EAGAIN}: transmit queue full or peer still connecting; retry after reaping),
+ * or another negative {@code -FI_E*} error. Operations are identified by an <em>op slot</em> index
+ * in {@code [0, slots)} chosen by the caller; the endpoint keeps whatever native per-operation
+ * context it needs for the slot (for libfabric a 64-byte {@code fi_context2} in one native slab) and
+ * hands the slot back on reap. Nothing on this path allocates.
+ *
+ * <h2>Peers</h2>
+ *
+ * A peer handle ({@code fi_addr_t}) comes only from {@link #insertPeer(byte[])}; libfabric does not
+ * validate handles, so the caller must never post against a handle it has removed.
+ */
+public interface FabricEndpoint extends AutoCloseable {
+
+  /** A post that was accepted. */
+  int POSTED = 0;
+
+  /** {@code -FI_EAGAIN}: not accepted now; reap, then post again. */
+  int AGAIN = -11;
+
+  /**
+   * This endpoint's fabric address, to send to clients (a 16-byte {@code sockaddr_in} on tcp, 32
+   * bytes on EFA).
+   *
+   * @return a fresh copy of the address bytes
+   */
+  byte[] localAddress();
+
+  /**
+   * The identity of a peer address: two addresses with equal identity name the same endpoint slot
+   * and share one address-vector entry. By default every byte; EFA's is its GID and QPN. Also
+   * validates the address, so a malformed one never reaches the address vector.
+   *
+   * @param address a peer's address bytes
+   * @return the identity bytes (a new array)
+   * @throws DmaException of kind {@link DmaException.Kind#FABRIC} for an address this fabric cannot
+   *     hold, naming what is wrong
+   */
+  default byte[] peerIdentity(byte[] address) {
+    return address.clone();
+  }
+
+  /**
+   * Inserts one peer address into the address vector.
+   *
+   * @param address a peer's address, already checked by {@link #peerIdentity(byte[])}
+   * @return the handle to post against
+   * @throws DmaException of kind {@link DmaException.Kind#FABRIC} when the insert fails
+   */
+  long insertPeer(byte[] address);
+
+  /**
+   * Removes a peer from the address vector. Its handle must not be posted against again. A provider
+   * that tears down the peer's connection fails that peer's in-flight operations (EFA does), which
+   * is why the worker removes a peer only when none are outstanding.
+   *
+   * @param handle a handle from {@link #insertPeer(byte[])}
+   * @return 0, or the negative {@code fi_av_remove} code (logged by the caller, never fatal)
+   */
+  int removePeer(long handle);
+
+  /**
+   * The provider's transmit depth: operations it accepts before {@link #AGAIN}.
+   *
+   * @return the depth, or 0 when the provider reports no fixed depth
+   */
+  int maxTx();
+
+  /**
+   * Whether local operands need a registration and its descriptor ({@code FI_MR_LOCAL}). When
+   * false, posts take descriptor 0 and nothing is registered.
+   *
+   * @return whether local registration is required
+   */
+  boolean requiresLocalRegistration();
+
+  /**
+   * Registers {@code [address, address + lengthBytes)} for local access by posts.
+   *
+   * @param address the first byte
+   * @param lengthBytes the length, positive
+   * @return a non-zero registration handle, to pass to {@link #descriptor(long)} and {@link
+   *     #deregister(long)}
+   * @throws DmaException of kind {@link DmaException.Kind#FABRIC}, for example {@code
+   *     fi_mr_reg(operand): Cannot allocate memory (-12)}
+   */
+  long register(long address, long lengthBytes);
+
+  /**
+   * The descriptor to post with for a registration ({@code fi_mr_desc}).
+   *
+   * @param registration a live registration handle
+   * @return the descriptor
+   */
+  long descriptor(long registration);
+
+  /**
+   * Closes a registration exactly once. Thread-safe: may run on any thread, concurrently with the
+   * owner's calls.
+   *
+   * @param registration a live registration handle
+   */
+  void deregister(long registration);
+
+  /**
+   * Prepares {@code count} op slots. Called once by the owner before the first post.
+   *
+   * @param count the number of slots, at least 1; slot indexes are {@code [0, count)}
+   */
+  void openSlots(int count);
+
+  /**
+   * Posts a write of local bytes into the peer's memory with delivery-complete semantics: its
+   * completion means the peer holds the bytes.
+   *
+   * @param slot a free op slot, owned by this operation until it is reaped
+   * @param peer a live peer handle
+   * @param localAddress the first local byte
+   * @param lengthBytes how many bytes
+   * @param descriptor the local registration's descriptor, or 0 when none is required
+   * @param remoteAddress the peer's virtual address or offset
+   * @param remoteKey the peer's key
+   * @return {@link #POSTED}, {@link #AGAIN}, or a negative error code
+   */
+  int postWrite(
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey);
+
+  /**
+   * Posts a read of the peer's memory into local bytes.
+   *
+   * @param slot a free op slot, owned by this operation until it is reaped
+   * @param peer a live peer handle
+   * @param localAddress the first local byte that receives data
+   * @param lengthBytes how many bytes
+   * @param descriptor the local registration's descriptor, or 0 when none is required
+   * @param remoteAddress the peer's virtual address or offset
+   * @param remoteKey the peer's key
+   * @return {@link #POSTED}, {@link #AGAIN}, or a negative error code
+   */
+  int postRead(
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey);
+
+  /**
+   * libfabric's text for an error code ({@code fi_strerror}).
+   *
+   * @param code a libfabric code, negative or positive
+   * @return the text
+   */
+  String errorText(int code);
+
+  /**
+   * Reaps up to {@code max} completions into {@code sink}, without blocking. Also drives the
+   * provider's progress.
+   *
+   * @param sink receives each completion
+   * @param max the most to reap, positive
+   * @return how many were delivered to the sink
+   * @throws DmaException of kind {@link DmaException.Kind#FABRIC} for a queue-level failure that
+   *     names no operation ({@code fi_cq_read: ...}); the completions delivered before it stand
+   */
+  int reap(CompletionSink sink, int max);
+
+  /**
+   * Registers memory for remote access, the passive target's side: the returned advertisement
+   * lets a server RMA into it. Remote writes land, on providers with manual progress, only while
+   * this endpoint is {@linkplain #progress() progressed}.
+   *
+   * @param segment native memory that outlives the returned region
+   * @param remoteRead whether peers may read it
+   * @param remoteWrite whether peers may write it
+   * @return the region, owned by the caller
+   * @throws DmaException when the registration fails
+   */
+  ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite);
+
+  /**
+   * Drives the provider's progress for this endpoint (reads its completion queue) so a passive
+   * target's incoming RMA lands. A no-op where the provider progresses by itself.
+   */
+  void progress();
+
+  /**
+   * What this endpoint turned out to be.
+   *
+   * @return its description
+   */
+  EndpointInfo describe();
+
+  /**
+   * Closes the endpoint and everything it opened, in an order that never closes a parent with
+   * children open. Idempotent. Registrations still open are closed too.
+   */
+  @Override
+  void close();
+}
