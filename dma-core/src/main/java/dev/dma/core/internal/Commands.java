@@ -1,0 +1,42 @@
+package dev.dma.core.internal;
+
+/**
+ * Control messages to the fabric worker, queued on the same {@link WorkerChannel} as transfers so
+ * they keep FIFO order with them.
+ */
+public final class Commands {
+  private Commands() {}
+
+  /**
+   * Insert a client's peer address ahead of any transfer, so a bad address fails the hello.
+   *
+   * @param clientId the client
+   * @param address its fabric address
+   * @param reply answered with {@code null} on success
+   */
+  public record AddPeer(long clientId, byte[] address, Reply<Void> reply) {}
+
+  /**
+   * Release a client's peer once its outstanding operations drain.
+   *
+   * @param clientId the client
+   */
+  public record RemovePeer(long clientId) {}
+
+  /**
+   * Pin memory in the registration cache (behind {@code FabricService.register}).
+   *
+   * @param base the first byte
+   * @param lengthBytes the length
+   * @param reply answered with {@code null} on success
+   */
+  public record Pin(long base, long lengthBytes, Reply<Void> reply) {}
+
+  /**
+   * Run a task on the worker thread (tests and diagnostics).
+   *
+   * @param task what to run
+   * @param reply answered with {@code null} when it ran
+   */
+  public record RunOnWorker(Runnable task, Reply<Void> reply) {}
+}

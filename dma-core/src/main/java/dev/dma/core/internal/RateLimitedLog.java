@@ -1,0 +1,64 @@
+package dev.dma.core.internal;
+
+import java.lang.System.Logger.Level;
+
+/**
+ * Warnings the worker survives (completion-queue read failures, address-vector removals that
+ * failed), rate-limited so a storm cannot flood the log: at most {@value #BURST} per {@value
+ * #WINDOW_SECONDS} s, then one line saying how many were suppressed.
+ *
+ * <p>Threads: one owner thread (the fabric worker).
+ */
+public final class RateLimitedLog {
+  static final int BURST = 10;
+  static final int WINDOW_SECONDS = 10;
+  private static final long WINDOW_NS = WINDOW_SECONDS * 1_000_000_000L;
+
+  private final System.Logger logger;
+  private long windowStartNs = System.nanoTime();
+  private int logged;
+  private long suppressed;
+
+  /**
+   * A limiter over a logger.
+   *
+   * @param logger where warnings go
+   */
+  public RateLimitedLog(System.Logger logger) {
+    this.logger = logger;
+  }
+
+  /**
+   * Logs a warning unless the window's burst is spent.
+   *
+   * @param message the warning
+   * @return whether it was logged
+   */
+  public boolean warn(String message) {
+    long now = System.nanoTime();
+    if (now - windowStartNs >= WINDOW_NS) {
+      if (suppressed > 0) {
+        logger.log(Level.WARNING, "suppressed " + suppressed + " similar warnings");
+      }
+      windowStartNs = now;
+      logged = 0;
+      suppressed = 0;
+    }
+    if (logged < BURST) {
+      logged++;
+      logger.log(Level.WARNING, message);
+      return true;
+    }
+    suppressed++;
+    return false;
+  }
+
+  /**
+   * Warnings suppressed in the current window.
+   *
+   * @return the count
+   */
+  public long suppressed() {
+    return suppressed;
+  }
+}

@@ -1,0 +1,122 @@
+package dev.dma.core.internal;
+
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The one FIFO channel into a fabric worker: transfers and commands from any thread, consumed by
+ * the worker alone. Because everything rides one queue, a client's {@code removePeer} is handled
+ * after that client's earlier submits.
+ *
+ * <p>Closing is a gate, not a flag check: {@link #offer} counts itself in before it reads {@link
+ * #isClosed()} and out after its element is in the queue, and the worker treats the channel as
+ * drained only when it is closed, no offer is inside the gate and the queue is empty. So nothing
+ * can land in the queue after the worker's last look at it, and no request is stranded.
+ *
+ * <p>Threads: {@link #offer} and {@link #close} from any thread; {@link #poll}, {@link #park} and
+ * {@link #isDrained} from the worker only.
+ */
+public final class WorkerChannel {
+  private final MpscQueue<Object> queue;
+  private final AtomicInteger inside = new AtomicInteger();
+  private volatile boolean closed;
+  private volatile boolean parked;
+  private volatile Thread consumer;
+
+  /**
+   * A channel.
+   *
+   * @param capacity how many messages may wait before offers wait for room
+   */
+  public WorkerChannel(int capacity) {
+    queue = new MpscQueue<>(capacity);
+  }
+
+  /**
+   * Names the worker thread to wake when a message arrives. Called once by the worker.
+   *
+   * @param worker the consuming thread
+   */
+  public void bind(Thread worker) {
+    consumer = worker;
+  }
+
+  /**
+   * Queues a message for the worker, waiting for room when the queue is full.
+   *
+   * @param message a transfer request or a command
+   * @return {@code false} when the channel is closed (the worker is gone or going); the caller
+   *     keeps the message
+   */
+  public boolean offer(Object message) {
+    inside.incrementAndGet();
+    try {
+      if (closed) {
+        return false;
+      }
+      while (!queue.offer(message)) {
+        // Full: the worker is alive (or closing) and draining; wait for room rather than fail.
+        if (closed) {
+          return false;
+        }
+        Thread.yield();
+      }
+    } finally {
+      inside.decrementAndGet();
+    }
+    // Pairs with the fence in park(): either the worker sees the message before parking, or this
+    // thread sees it parked and wakes it.
+    VarHandle.fullFence();
+    if (parked) {
+      LockSupport.unpark(consumer);
+    }
+    return true;
+  }
+
+  /** Closes the channel: later offers fail, and the worker drains what is queued, then exits. */
+  public void close() {
+    closed = true;
+    Thread worker = consumer;
+    if (worker != null) {
+      LockSupport.unpark(worker);
+    }
+  }
+
+  /**
+   * Whether {@link #close()} was called.
+   *
+   * @return whether the channel is closed
+   */
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /**
+   * Takes the next message. Worker only.
+   *
+   * @return the message, or {@code null} when none is ready
+   */
+  public Object poll() {
+    return queue.poll();
+  }
+
+  /**
+   * Whether the channel is closed and nothing more can ever arrive. Worker only.
+   *
+   * @return closed, no offer in progress, and the queue empty (in that order of reading)
+   */
+  public boolean isDrained() {
+    return closed && inside.get() == 0 && queue.isEmpty();
+  }
+
+  /** Blocks until a message may be ready or the channel closes. Worker only. */
+  public void park() {
+    parked = true;
+    VarHandle.fullFence();
+    if (queue.isEmpty() && !closed) {
+      LockSupport.park(this);
+    }
+    parked = false;
+  }
+}
