@@ -5,8 +5,8 @@
  */
 module dev.dma.core {
   requires transitive dev.dma.api;
-  requires com.google.common;
-  requires io.opentelemetry.api;
+  requires transitive com.google.common;
+  requires transitive io.opentelemetry.api;
   requires io.opentelemetry.context;
 
   exports dev.dma.core;

@@ -1,0 +1,514 @@
+package dev.dma.core;
+
+import com.google.common.base.Ticker;
+import dev.dma.core.internal.Telemetry;
+import io.opentelemetry.api.GlobalOpenTelemetry;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.context.Context;
+import dev.dma.api.BatchCompleter;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
+import dev.dma.api.Operands;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.internal.Commands;
+import dev.dma.core.internal.FabricWorker;
+import dev.dma.core.internal.Reply;
+import dev.dma.core.internal.WorkerChannel;
+import dev.dma.core.internal.peers.PeerTable;
+import dev.dma.core.internal.regions.LocalRegions;
+import dev.dma.core.internal.regions.RegionRegistry;
+import dev.dma.spi.EndpointInfo;
+import dev.dma.spi.FabricEndpoint;
+import dev.dma.spi.FabricProvider;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The entry point: one fabric worker thread ({@code fabric-NN}) driving one endpoint (one device),
+ * to which any number of threads submit RMA transfers.
+ *
+ * <p>Every submitted transfer produces exactly one {@link dev.dma.api.Completion}, delivered to the
+ * {@link BatchCompleter}: on the worker thread for plain transfers, on a {@link ChecksumPool} thread
+ * for checksummed ones. Completions are unordered relative to submission. Messages from one thread
+ * are handled in order, so {@link #removePeer(long)} comes after that thread's earlier submits.
+ *
+ * <p>Threads: every method is thread-safe. {@link #start}, {@link #register}, {@link #addPeer} and
+ * {@link #close} block until the worker answers; none of them hangs if the worker dies.
+ *
+ * <p>Ownership: the service owns its endpoint and, when it created it, its checksum pool; {@link
+ * #close()} drains in-flight transfers, fails never-posted ones with "fabric worker is gone", and
+ * leaves no thread running.
+ *
+ * @param <T> the caller context type
+ */
+public final class FabricService<T extends Operands> implements AutoCloseable {
+  /** Process-wide worker numbering: fabric-00, fabric-01, ... */
+  private static final AtomicInteger WORKER_NUMBERS = new AtomicInteger();
+
+  /** Requests that may wait in the channel before submitters wait for room. */
+  private static final int CHANNEL_CAPACITY = 1 << 16;
+
+  private final WorkerChannel channel;
+  private final AtomicLong outstanding;
+  private final Thread worker;
+  private final ChecksumPool ownedPool;
+  private final byte[] localAddress;
+  private final EndpointInfo endpointInfo;
+  private final int inFlightCap;
+  private final String providerName;
+  private final boolean tracing;
+
+  private FabricService(
+      WorkerChannel channel,
+      AtomicLong outstanding,
+      Thread worker,
+      ChecksumPool ownedPool,
+      Ready ready,
+      String providerName,
+      boolean tracing) {
+    this.tracing = tracing;
+    this.channel = channel;
+    this.outstanding = outstanding;
+    this.worker = worker;
+    this.ownedPool = ownedPool;
+    this.localAddress = ready.address();
+    this.endpointInfo = ready.info();
+    this.inFlightCap = ready.cap();
+    this.providerName = providerName;
+  }
+
+  /**
+   * Starts a service on the provider the configuration names, with its own checksum pool of {@link
+   * DmaConfiguration#crcPoolThreads()} threads. Blocks until the worker has opened its endpoint.
+   *
+   * @param <T> the caller context type
+   * @param configuration the configuration
+   * @param completer receives every completion
+   * @return the running service
+   * @throws DmaException when no provider serves the configuration or the endpoint fails to open
+   */
+  public static <T extends Operands> FabricService<T> start(
+      DmaConfiguration configuration, BatchCompleter<T> completer) {
+    return FabricService.<T>builder(configuration).completer(completer).start();
+  }
+
+  /**
+   * A builder for a service with a chosen provider, shared checksum pool or test clock.
+   *
+   * @param <T> the caller context type
+   * @param configuration the configuration
+   * @return the builder
+   */
+  public static <T extends Operands> Builder<T> builder(DmaConfiguration configuration) {
+    return new Builder<>(configuration);
+  }
+
+  /**
+   * Retires every cached registration, on every service's domain, that overlaps {@code [start,
+   * end)}: no new transfer binds to it, and it is deregistered once the transfers leasing it
+   * complete. Call it before unmapping or freeing memory any {@link
+   * dev.dma.api.Operands#cacheableSpan()} answered. Thread-safe; may block briefly.
+   *
+   * @param start the first address
+   * @param end one past the last address
+   */
+  public static void invalidate(long start, long end) {
+    RegionRegistry.global().invalidate(start, end);
+  }
+
+  /**
+   * The endpoint's fabric address, captured at start; send it to clients (on efa-direct a target
+   * must insert it into its own address vector before the server can reach it).
+   *
+   * @return a copy of the address bytes
+   */
+  public byte[] localAddress() {
+    return localAddress.clone();
+  }
+
+  /**
+   * What the endpoint turned out to be.
+   *
+   * @return the endpoint's description, captured at start
+   */
+  public EndpointInfo endpointInfo() {
+    return endpointInfo;
+  }
+
+  /**
+   * The provider name this service runs on.
+   *
+   * @return the provider's name
+   */
+  public String providerName() {
+    return providerName;
+  }
+
+  /**
+   * The effective in-flight cap: the configured value clamped to the provider's transmit depth.
+   *
+   * @return the cap
+   */
+  public int inFlightCap() {
+    return inFlightCap;
+  }
+
+  /**
+   * Transfers submitted and not yet completed, queued and posted alike. A relaxed reading, for load
+   * balancing across devices.
+   *
+   * @return the count
+   */
+  public long outstanding() {
+    return outstanding.get();
+  }
+
+  /**
+   * Whether the worker is running and accepting transfers.
+   *
+   * @return whether submits can succeed
+   */
+  public boolean isRunning() {
+    return !channel.isClosed() && worker.isAlive();
+  }
+
+  /**
+   * Submits a transfer without blocking (unless 65,536 messages already wait, when it waits for
+   * room). On success the request's context belongs to the service until its completion.
+   *
+   * @param request the transfer
+   * @return {@code true} when accepted; {@code false} when the worker is gone, in which case the
+   *     request, context included, stays the caller's (to fail the client)
+   */
+  public boolean submit(TransferRequest<T> request) {
+    outstanding.incrementAndGet();
+    // With tracing installed the submitter's context rides along to parent the dma.wire span;
+    // without it nothing extra is allocated.
+    Object message = tracing ? new FabricWorker.Traced(request, Context.current()) : request;
+    if (channel.offer(message)) {
+      return true;
+    }
+    outstanding.decrementAndGet();
+    return false;
+  }
+
+  /**
+   * Pins native memory in this service's registration cache, so operands inside it are cache hits.
+   * A no-op pin (still returning a region) on providers that need no local registration. Blocks
+   * until the worker registered it.
+   *
+   * @param segment native memory, which must stay alive until the region is closed and every
+   *     transfer inside it completed
+   * @return the region; close it before freeing the memory
+   * @throws DmaException for an empty or non-native segment, an overflowing range, a failed
+   *     registration, or a worker that is gone
+   */
+  public MemoryRegion register(MemorySegment segment) {
+    if (!segment.isNative()) {
+      throw DmaException.fabric("cannot register a heap segment; register native memory");
+    }
+    long base = segment.address();
+    long length = segment.byteSize();
+    if (length == 0) {
+      throw DmaException.fabric("cannot register 0 bytes");
+    }
+    if (base < 0 || base + length < base) {
+      throw DmaException.fabric("registered region range overflows");
+    }
+    Reply<Void> reply = new Reply<>();
+    if (!channel.offer(new Commands.Pin(base, length, reply))) {
+      throw DmaException.fabric(FabricWorker.WORKER_GONE);
+    }
+    reply.await("fabric worker exited before registering");
+    return new MemoryRegion(segment, RegionRegistry.global());
+  }
+
+  /**
+   * Inserts a client's address ahead of any transfer, so a bad address fails here (the client's
+   * hello) rather than on its first transfer. Asking again with the same address is harmless.
+   * Blocks until the worker answers.
+   *
+   * @param clientId the client
+   * @param address its fabric address
+   * @throws DmaException for an address the fabric refuses, or a worker that is gone
+   */
+  public void addPeer(long clientId, byte[] address) {
+    Reply<Void> reply = new Reply<>();
+    if (!channel.offer(new Commands.AddPeer(clientId, address.clone(), reply))) {
+      throw DmaException.fabric(FabricWorker.WORKER_GONE);
+    }
+    reply.await("fabric worker exited before adding the peer");
+  }
+
+  /**
+   * Releases a client's peer entry once every transfer it already submitted here completes; best
+   * effort and fire-and-forget. Tell every service that may have served the client.
+   *
+   * @param clientId the client
+   */
+  public void removePeer(long clientId) {
+    channel.offer(new Commands.RemovePeer(clientId));
+  }
+
+  /**
+   * Runs a task on the worker thread between passes and waits for it (diagnostics and tests).
+   *
+   * @param task the task
+   * @throws DmaException when the worker is gone
+   */
+  void runOnWorker(Runnable task) {
+    Reply<Void> reply = new Reply<>();
+    if (!channel.offer(new Commands.RunOnWorker(task, reply))) {
+      throw DmaException.fabric(FabricWorker.WORKER_GONE);
+    }
+    reply.await("fabric worker exited before running the task");
+  }
+
+  /**
+   * Stops accepting transfers, lets every posted transfer complete, fails the never-posted ones
+   * with "fabric worker is gone", closes the endpoint and joins the worker (and the checksum pool
+   * the service created). Idempotent.
+   */
+  @Override
+  public void close() {
+    channel.close();
+    boolean interrupted = false;
+    while (worker.isAlive()) {
+      try {
+        worker.join();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (ownedPool != null) {
+      ownedPool.close();
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "FabricService[provider=" + providerName + ", running=" + isRunning() + "]";
+  }
+
+  /** What the worker reports once its endpoint is open. */
+  private record Ready(byte[] address, EndpointInfo info, int cap, boolean tracing) {}
+
+  /**
+   * Builds and starts a {@link FabricService}. Not thread-safe.
+   *
+   * @param <T> the caller context type
+   */
+  public static final class Builder<T extends Operands> {
+    private final DmaConfiguration configuration;
+    private FabricProvider provider;
+    private BatchCompleter<T> completer;
+    private ChecksumPool pool;
+    private Ticker ticker = Ticker.systemTicker();
+    private OpenTelemetry openTelemetry;
+    private boolean traceWorkerPasses;
+
+    private Builder(DmaConfiguration configuration) {
+      this.configuration = configuration;
+    }
+
+    /**
+     * Uses this provider instead of selecting one by the configuration's name.
+     *
+     * @param value the provider
+     * @return this builder
+     */
+    public Builder<T> provider(FabricProvider value) {
+      this.provider = value;
+      return this;
+    }
+
+    /**
+     * Sets the completion hook (required).
+     *
+     * @param value the hook
+     * @return this builder
+     */
+    public Builder<T> completer(BatchCompleter<T> value) {
+      this.completer = value;
+      return this;
+    }
+
+    /**
+     * Shares a checksum pool, which the caller keeps and closes after the service; by default the
+     * service creates and closes its own.
+     *
+     * @param value the pool
+     * @return this builder
+     */
+    public Builder<T> checksumPool(ChecksumPool value) {
+      this.pool = value;
+      return this;
+    }
+
+    /**
+     * Sets the clock of the progress deadline (tests step it by hand).
+     *
+     * @param value the clock
+     * @return this builder
+     */
+    public Builder<T> ticker(Ticker value) {
+      this.ticker = value;
+      return this;
+    }
+
+    /**
+     * Sets where spans and metrics go; by default {@link GlobalOpenTelemetry}, which records
+     * nothing (at no cost per transfer) until the application installs an SDK.
+     *
+     * @param value the application's OpenTelemetry
+     * @return this builder
+     */
+    public Builder<T> openTelemetry(OpenTelemetry value) {
+      this.openTelemetry = value;
+      return this;
+    }
+
+    /**
+     * Records a {@code dma.worker_pass} span for every worker pass that moved something: a debug
+     * aid with a real cost, off by default.
+     *
+     * @param value whether to trace worker passes
+     * @return this builder
+     */
+    public Builder<T> traceWorkerPasses(boolean value) {
+      this.traceWorkerPasses = value;
+      return this;
+    }
+
+    /**
+     * Starts the worker and blocks until its endpoint is open.
+     *
+     * @return the running service
+     * @throws DmaException naming what failed: provider selection, spawning the worker ({@code
+     *     failed to spawn fabric worker: ...}), opening the endpoint, or a worker that died first
+     *     ({@code fabric worker exited before signalling readiness})
+     */
+    public FabricService<T> start() {
+      if (completer == null) {
+        throw new NullPointerException("completer");
+      }
+      FabricProvider chosen = provider != null ? provider : FabricProviders.select(configuration);
+      ChecksumPool ownedPool = pool == null ? new ChecksumPool(configuration.crcPoolThreads()) : null;
+      ChecksumPool checksumPool = pool != null ? pool : ownedPool;
+      WorkerChannel channel = new WorkerChannel(CHANNEL_CAPACITY);
+      AtomicLong outstanding = new AtomicLong();
+      Reply<Ready> ready = new Reply<>();
+      Thread thread =
+          new Thread(
+              () -> runWorker(chosen, channel, outstanding, checksumPool, ready),
+              String.format("fabric-%02d", WORKER_NUMBERS.getAndIncrement()));
+      thread.setDaemon(true);
+      try {
+        thread.start();
+      } catch (Throwable spawnFailure) {
+        closeQuietly(ownedPool);
+        throw new DmaException(
+            DmaException.Kind.FABRIC,
+            "failed to spawn fabric worker: " + spawnFailure,
+            0,
+            0,
+            spawnFailure);
+      }
+      Ready answer;
+      try {
+        answer = ready.await("fabric worker exited before signalling readiness");
+      } catch (DmaException openFailure) {
+        joinUninterruptibly(thread);
+        closeQuietly(ownedPool);
+        throw openFailure;
+      }
+      return new FabricService<>(
+          channel, outstanding, thread, ownedPool, answer, chosen.name(), answer.tracing());
+    }
+
+    private void runWorker(
+        FabricProvider chosen,
+        WorkerChannel channel,
+        AtomicLong outstanding,
+        ChecksumPool checksumPool,
+        Reply<Ready> ready) {
+      FabricWorker<T> fabricWorker;
+      try {
+        channel.bind(Thread.currentThread());
+        FabricEndpoint endpoint = chosen.open(configuration);
+        try {
+          byte[] address = endpoint.localAddress();
+          EndpointInfo info = endpoint.describe();
+          LocalRegions regions =
+              new LocalRegions(endpoint, RegionRegistry.global(), configuration.maxPinnedBytes());
+          PeerTable peers = new PeerTable(endpoint);
+          OpenTelemetry otel = openTelemetry != null ? openTelemetry : GlobalOpenTelemetry.get();
+          String device =
+              configuration.interfaces().isEmpty()
+                  ? info.provider()
+                  : configuration.interfaces().getFirst();
+          Telemetry telemetry = new Telemetry(otel, chosen.name(), device, traceWorkerPasses);
+          fabricWorker =
+              new FabricWorker<>(
+                  endpoint,
+                  regions,
+                  peers,
+                  channel,
+                  completer,
+                  checksumPool,
+                  outstanding,
+                  ticker,
+                  configuration.maxInFlight(),
+                  configuration.progressDeadline(),
+                  telemetry);
+          ready.send(new Ready(address, info, fabricWorker.cap(), telemetry.tracing()));
+        } catch (Throwable setupFailure) {
+          endpoint.close();
+          throw setupFailure;
+        }
+      } catch (DmaException openFailure) {
+        channel.close();
+        ready.fail(openFailure);
+        return;
+      } catch (RuntimeException unexpected) {
+        channel.close();
+        ready.fail(
+            new DmaException(
+                DmaException.Kind.FABRIC,
+                "opening the endpoint failed: " + unexpected,
+                0,
+                0,
+                unexpected));
+        return;
+      } finally {
+        // An Error escaping above leaves the reply unanswered: wake start() all the same.
+        ready.abandon();
+      }
+      fabricWorker.run();
+    }
+
+    private static void closeQuietly(ChecksumPool pool) {
+      if (pool != null) {
+        pool.close();
+      }
+    }
+
+    private static void joinUninterruptibly(Thread thread) {
+      boolean interrupted = false;
+      while (thread.isAlive()) {
+        try {
+          thread.join();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}

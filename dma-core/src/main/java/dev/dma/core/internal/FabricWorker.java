@@ -1,0 +1,883 @@
+package dev.dma.core.internal;
+
+import com.google.common.base.Ticker;
+import dev.dma.api.BatchCompleter;
+import dev.dma.api.Checksums;
+import dev.dma.api.Completion;
+import dev.dma.api.DmaException;
+import dev.dma.api.Operands;
+import dev.dma.api.Outcome;
+import dev.dma.api.TransferDone;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.ChecksumPool;
+import dev.dma.core.internal.peers.PeerTable;
+import dev.dma.core.internal.regions.LocalRegions;
+import dev.dma.core.internal.regions.Registration;
+import dev.dma.spi.CompletionSink;
+import dev.dma.spi.FabricEndpoint;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.context.Context;
+import java.lang.System.Logger.Level;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The fabric worker: one thread that owns one {@link FabricEndpoint} and drives every transfer on
+ * it, a port of the original crate's {@code fabric_worker.rs}, behaviour for behaviour.
+ *
+ * <p>Each pass: drain the channel without blocking; post pending operations up to the in-flight
+ * cap, requeueing {@code -FI_EAGAIN} until the progress deadline; reap at most {@value
+ * #TARGET_COMPLETIONS} completions; hand checksummed completions to the pool in batches; deliver
+ * plain completions in batches; then spin, yield or park (see {@link Idle}).
+ *
+ * <p>Threads: everything here runs on the worker thread except the constructor. The caller's
+ * {@link BatchCompleter} runs here for plain completions and on pool threads for checksummed ones.
+ * Per transfer the worker allocates only what the user gets back (the {@link Completion} and its
+ * outcome): operations, slots and client records are recycled.
+ *
+ * @param <T> the caller context type
+ */
+public final class FabricWorker<T extends Operands> implements CompletionSink {
+  /**
+   * Completions to reap in one pass, and the batch size that triggers a flush: bounds what one
+   * batch, and so one downstream lock acquisition, accumulates.
+   */
+  public static final int TARGET_COMPLETIONS = 10;
+
+  /** Spins a partial plain batch may wait for company before it is delivered anyway. */
+  static final int MAX_DRAIN_SPINS = 10;
+
+  /** The text of every transfer that never reached the wire because the worker went away. */
+  public static final String WORKER_GONE = "fabric worker is gone";
+
+  private static final System.Logger LOG = System.getLogger(FabricWorker.class.getName());
+
+  private final FabricEndpoint endpoint;
+  private final LocalRegions regions;
+  private final PeerTable peers;
+  private final WorkerChannel channel;
+  private final BatchCompleter<T> completer;
+  private final ChecksumPool pool;
+  private final AtomicLong outstanding;
+  private final Ticker ticker;
+  private final long progressDeadlineNs;
+  private final String deadlineText;
+  private final RateLimitedLog warnings = new RateLimitedLog(LOG);
+  private final Telemetry telemetry;
+
+  private final int cap;
+  private final Op<T>[] slots;
+  private final int[] freeSlots;
+  private int freeSlotCount;
+  private int inFlight;
+
+  private final ArrayDeque<Op<T>> pending = new ArrayDeque<>();
+  private final ArrayDeque<Op<T>> spareOps = new ArrayDeque<>();
+  // Outstanding (queued or in-flight) ops per client, and whether its peer is to be released once
+  // that count hits 0. Counting from intake rather than posting stops a removal slipping between a
+  // queued transfer and its post, where the post would re-insert the peer just removed. Deferring
+  // the release to 0 also keeps it from flushing a live queue pair (EFA does flush).
+  private final LongObjectMap<Client> clients = new LongObjectMap<>();
+  private final ArrayDeque<Client> spareClients = new ArrayDeque<>();
+
+  private final List<Completion<T>> completions = new ArrayList<>();
+  // Reaped ops wanting a checksum: their CRC and completion run on the pool so hashing never
+  // stalls posting and reaping. The rest complete inline.
+  private List<Checksummed<T>> crcBatch = new ArrayList<>();
+  private int drainSpins;
+  private int reapedThisPass;
+
+  /**
+   * A worker over an open endpoint.
+   *
+   * @param endpoint the endpoint, now owned by this worker (closed when it exits)
+   * @param regions the endpoint's registration cache
+   * @param peers the endpoint's peer table
+   * @param channel the channel this worker consumes
+   * @param completer the caller's hook
+   * @param pool the checksum pool
+   * @param outstanding the service's outstanding counter, raised by submit
+   * @param ticker the clock for the progress deadline
+   * @param configuredCap the configured in-flight cap
+   * @param progressDeadline how long one op may keep getting {@code -FI_EAGAIN}
+   * @param telemetry spans and metrics, or {@link Telemetry#OFF}
+   */
+  @SuppressWarnings("unchecked")
+  public FabricWorker(
+      FabricEndpoint endpoint,
+      LocalRegions regions,
+      PeerTable peers,
+      WorkerChannel channel,
+      BatchCompleter<T> completer,
+      ChecksumPool pool,
+      AtomicLong outstanding,
+      Ticker ticker,
+      int configuredCap,
+      Duration progressDeadline,
+      Telemetry telemetry) {
+    this.endpoint = endpoint;
+    this.telemetry = telemetry;
+    this.regions = regions;
+    this.peers = peers;
+    this.channel = channel;
+    this.completer = completer;
+    this.pool = pool;
+    this.outstanding = outstanding;
+    this.ticker = ticker;
+    this.progressDeadlineNs = progressDeadline.toNanos();
+    this.deadlineText =
+        "no progress posting for "
+            + DurationFormat.format(progressDeadline)
+            + ": peer unreachable or transmit queue stuck";
+    this.cap = inFlightCap(configuredCap, endpoint.maxTx());
+    this.slots = (Op<T>[]) new Op<?>[cap];
+    this.freeSlots = new int[cap];
+    for (int slot = 0; slot < cap; slot++) {
+      freeSlots[slot] = cap - 1 - slot;
+    }
+    this.freeSlotCount = cap;
+    endpoint.openSlots(cap);
+    // Gauges read the worker's plain fields from the collection thread: a stale value is
+    // acceptable for a gauge, and int reads never tear.
+    telemetry.gauge("dma.in_flight", "Operations posted and not yet reaped", "", () -> inFlight);
+    telemetry.gauge("dma.pending", "Operations queued and not yet posted", "", () -> pendingCount);
+    telemetry.gauge("dma.peers", "Entries in the address vector", "", peers::entries);
+    telemetry.observedCounter("dma.region_cache.hits", "Registration-cache hits", regions::hits);
+    telemetry.observedCounter("dma.region_cache.misses", "Registration-cache misses", regions::misses);
+    telemetry.observedCounter(
+        "dma.region_cache.evictions", "Registrations evicted for the pinned-bytes bound", regions::evictions);
+    telemetry.gauge("dma.region_cache.pinned_bytes", "Bytes pinned by local registrations", "By", regions::pinnedBytes);
+  }
+
+  /** The pending-queue length as of the last pass, for the gauge. */
+  private int pendingCount;
+
+  /**
+   * The in-flight cap: the configured value (at least 1), clamped to the provider's transmit depth
+   * so the worker limits itself below {@code -FI_EAGAIN}. A depth of 0 means "no fixed depth";
+   * clamping to it would serialize everything at 1.
+   *
+   * @param configured the configured cap
+   * @param maxTx the provider's depth, or 0
+   * @return the cap
+   */
+  public static int inFlightCap(int configured, int maxTx) {
+    int requested = Math.max(1, configured);
+    return maxTx <= 0 ? requested : Math.min(requested, maxTx);
+  }
+
+  /**
+   * Whether to hand the accumulated checksummed completions to the pool this pass: when the batch
+   * is full, when nothing moved, or when the worker is about to park.
+   *
+   * <p>{@code aboutToPark} must never be dropped: the worker then blocks on the channel with nothing
+   * to post or reap, so a batch held back here would wait for an unrelated message, stranding every
+   * client in it until then.
+   *
+   * @param batched checksummed completions waiting
+   * @param posted ops posted this pass
+   * @param reapedAny whether anything was reaped this pass
+   * @param aboutToPark whether nothing is pending or in flight
+   * @return whether to flush
+   */
+  public static boolean shouldFlushChecksums(
+      int batched, int posted, boolean reapedAny, boolean aboutToPark) {
+    return 0 < batched
+        && (batched >= TARGET_COMPLETIONS || (0 == posted && !reapedAny) || aboutToPark);
+  }
+
+  /**
+   * The effective in-flight cap.
+   *
+   * @return the cap
+   */
+  public int cap() {
+    return cap;
+  }
+
+  /**
+   * Runs until the channel is closed and drained and nothing is in flight, then fails anything left
+   * and closes the endpoint. Returns normally; an unexpected throwable (a bug) still fails every
+   * transfer the worker holds, closes the endpoint, and is rethrown.
+   */
+  public void run() {
+    Throwable failure = null;
+    try {
+      loop();
+    } catch (Throwable unexpected) {
+      failure = unexpected;
+      LOG.log(Level.ERROR, "the fabric worker failed; failing every transfer it held", unexpected);
+    } finally {
+      shutDown(failure);
+    }
+    if (failure instanceof Error error) {
+      throw error;
+    }
+  }
+
+  private void loop() {
+    while (true) {
+      boolean disconnected = intake();
+
+      int posted = postPass();
+
+      reapedThisPass = 0;
+      try {
+        endpoint.reap(this, TARGET_COMPLETIONS);
+      } catch (DmaException error) {
+        // Names no op, so no client can be failed for it. Keep serving: the ops it did yield were
+        // delivered, and the rest stay in flight for a later pass.
+        warnings.warn("completion queue read failed: " + error.getMessage());
+      }
+      boolean reapedAny = reapedThisPass > 0;
+      pendingCount = pending.size();
+      if (telemetry.tracePasses && (posted > 0 || reapedAny)) {
+        // Emitted only when something moved; a debug aid the user opts into.
+        telemetry
+            .tracer
+            .spanBuilder("dma.worker_pass")
+            .setNoParent()
+            .setAttribute("dma.in_flight", inFlight)
+            .setAttribute("dma.posted", posted)
+            .setAttribute("dma.reaped", reapedThisPass)
+            .setAttribute("dma.pending", pendingCount)
+            .startSpan()
+            .end();
+      }
+
+      boolean idle = pending.isEmpty() && inFlight == 0;
+      if (shouldFlushChecksums(crcBatch.size(), posted, reapedAny, idle)) {
+        flushChecksums();
+      }
+
+      if (!completions.isEmpty()) {
+        if (completions.size() < TARGET_COMPLETIONS && drainSpins < MAX_DRAIN_SPINS) {
+          // Let the batch grow a little: one downstream lock acquisition per batch, not per op.
+          Thread.onSpinWait();
+          drainSpins++;
+          continue;
+        }
+        drainSpins = 0;
+        deliver(completions);
+      }
+
+      if (disconnected && idle) {
+        return;
+      }
+      switch (Idle.decide(inFlight, pending.size(), posted, reapedAny)) {
+        case PARK -> channel.park();
+        // Everything pending is stalled on -FI_EAGAIN (peers connecting or gone) and nothing is
+        // in flight to reap: give the core away; retrying is not useful for a few hundred µs.
+        case YIELD -> Thread.yield();
+        // Work in flight but nothing moved: stay hot for the completion.
+        case SPIN -> Thread.onSpinWait();
+        case CONTINUE -> {}
+      }
+    }
+  }
+
+  /** Drains the channel without blocking; returns whether it is closed and drained. */
+  private boolean intake() {
+    Object message;
+    while ((message = channel.poll()) != null) {
+      handle(message);
+    }
+    return channel.isDrained();
+  }
+
+  @SuppressWarnings("unchecked")
+  private void handle(Object message) {
+    switch (message) {
+      case TransferRequest<?> request -> accept((TransferRequest<T>) request, null);
+      case Traced traced -> accept((TransferRequest<T>) traced.request(), traced.parent());
+      case Commands.AddPeer add -> {
+        try {
+          peers.handle(add.clientId(), add.address());
+          add.reply().send(null);
+        } catch (DmaException error) {
+          add.reply().fail(error);
+        }
+      }
+      case Commands.RemovePeer remove -> removeOrDefer(remove.clientId());
+      case Commands.Pin pin -> {
+        // The submitter is blocked on this reply, so answer even when the pin fails.
+        try {
+          regions.pin(pin.base(), pin.lengthBytes());
+          pin.reply().send(null);
+        } catch (DmaException error) {
+          pin.reply().fail(error);
+        }
+      }
+      case Commands.RunOnWorker run -> {
+        try {
+          run.task().run();
+        } finally {
+          run.reply().send(null);
+        }
+      }
+      default -> throw new IllegalStateException("unknown worker message " + message);
+    }
+  }
+
+  /** Queues a submitted transfer, or completes it at once when its operand doesn't resolve. */
+  private void accept(TransferRequest<T> request, Context parent) {
+    T context = request.context();
+    MemorySegment operand;
+    try {
+      operand = Operands.resolve(context, request.direction());
+    } catch (DmaException error) {
+      releaseOutstanding();
+      countFailure(error);
+      completions.add(new Completion<>(context, Outcome.failed(error)));
+      return;
+    } catch (RuntimeException callerBug) {
+      // The caller's source() or allocate() threw: that fails this transfer only.
+      releaseOutstanding();
+      if (telemetry.metrics) {
+        telemetry.errors.add(1, telemetry.fabricError);
+      }
+      completions.add(
+          new Completion<>(
+              context,
+              Outcome.failed(
+                  new DmaException(
+                      DmaException.Kind.FABRIC,
+                      "the caller context failed to supply its operand: " + callerBug,
+                      0,
+                      0,
+                      callerBug))));
+      return;
+    }
+    Op<T> op = spareOps.pollFirst();
+    if (op == null) {
+      op = new Op<>();
+    }
+    op.request = request;
+    op.operand = operand;
+    op.lengthBytes = Operands.lengthOf(request.direction(), operand);
+    op.stalled = false;
+    op.parent = parent;
+    op.client = clientFor(request.clientId());
+    op.client.outstanding++;
+    pending.addLast(op);
+  }
+
+  private Client clientFor(long clientId) {
+    Client client = clients.get(clientId);
+    if (client == null) {
+      client = spareClients.pollFirst();
+      if (client == null) {
+        client = new Client();
+      }
+      client.id = clientId;
+      client.outstanding = 0;
+      client.removalPending = false;
+      clients.put(clientId, client);
+    }
+    return client;
+  }
+
+  /** Removes a client's peer, or defers it until its last op finishes. */
+  private void removeOrDefer(long clientId) {
+    Client client = clients.get(clientId);
+    if (client == null || client.outstanding == 0) {
+      peers.release(clientId);
+    } else {
+      client.removalPending = true;
+    }
+  }
+
+  /** Posts up to the cap, one pass over the queue; returns how many were posted. */
+  private int postPass() {
+    int posted = 0;
+    int attempts = pending.size();
+    while (inFlight < cap && attempts-- > 0) {
+      Op<T> op = pending.pollFirst();
+      DmaException error;
+      try {
+        int code = post(op);
+        if (code == FabricEndpoint.POSTED) {
+          posted++;
+          continue;
+        }
+        if (code == FabricEndpoint.AGAIN) {
+          long now = ticker.read();
+          if (!op.stalled) {
+            op.stalled = true;
+            op.stalledSinceNs = now;
+          }
+          if (telemetry.metrics) {
+            telemetry.stalls.add(1, telemetry.device);
+          }
+          if (now - op.stalledSinceNs < progressDeadlineNs) {
+            pending.addLast(op);
+            continue;
+          }
+          error = new DmaException(DmaException.Kind.TRANSFER, deadlineText, -code, 0, null);
+          if (telemetry.metrics) {
+            telemetry.deadlineFailures.add(1, telemetry.device);
+          }
+        } else {
+          error =
+              new DmaException(
+                  DmaException.Kind.FABRIC,
+                  "post: " + endpoint.errorText(code) + " (" + code + ")",
+                  -code,
+                  0,
+                  null);
+        }
+      } catch (DmaException setupFailure) {
+        // Peer insert or registration failed: this op only.
+        error = setupFailure;
+      }
+      // The post failed outright: the op finishes here and is never reaped.
+      finish(op, Outcome.failed(error));
+    }
+    return posted;
+  }
+
+  /** Posts one op; returns the raw code. Throws for a set-up failure (peer or registration). */
+  private int post(Op<T> op) {
+    TransferRequest<T> request = op.request;
+    long peer = peers.handle(request.clientId(), request.peerAddress());
+    long address = op.operand.address();
+    Registration lease;
+    if (telemetry.tracing) {
+      lease = leaseTraced(op, address);
+    } else {
+      lease = regions.lease(address, op.lengthBytes, request.context());
+    }
+    long descriptor = lease == null ? 0 : lease.descriptor();
+    int slot = freeSlots[--freeSlotCount];
+    int code;
+    try {
+      code =
+          request.direction() instanceof dev.dma.api.Direction.FromPeer
+              ? endpoint.postRead(
+                  slot,
+                  peer,
+                  address,
+                  op.lengthBytes,
+                  descriptor,
+                  request.remoteAddress(),
+                  request.remoteKey())
+              : endpoint.postWrite(
+                  slot,
+                  peer,
+                  address,
+                  op.lengthBytes,
+                  descriptor,
+                  request.remoteAddress(),
+                  request.remoteKey());
+    } catch (RuntimeException providerBug) {
+      freeSlots[freeSlotCount++] = slot;
+      if (lease != null) {
+        lease.release();
+      }
+      throw providerBug;
+    }
+    if (code == FabricEndpoint.POSTED) {
+      // The lease is held until the op is reaped: while it lives the registration cannot be
+      // closed, so a concurrent invalidate cannot pull it out from under the descriptor just
+      // handed to the provider.
+      op.lease = lease;
+      op.slot = slot;
+      slots[slot] = op;
+      inFlight++;
+      if (telemetry.metrics) {
+        op.postedNs = System.nanoTime();
+      }
+      if (telemetry.tracing) {
+        startWireSpans(op);
+      }
+    } else {
+      freeSlots[freeSlotCount++] = slot;
+      // A refused post drops its lease at once; an uncached extent is re-registered next attempt.
+      if (lease != null) {
+        lease.release();
+      }
+    }
+    return code;
+  }
+
+  @Override
+  public void completed(int slot) {
+    Op<T> op = reclaim(slot);
+    if (op != null) {
+      finishReaped(op, null);
+    }
+  }
+
+  @Override
+  public void failed(int slot, int errno, int providerErrno, String message) {
+    Op<T> op = reclaim(slot);
+    if (op != null) {
+      finishReaped(
+          op, new DmaException(DmaException.Kind.TRANSFER, message, errno, providerErrno, null));
+    }
+  }
+
+  private Op<T> reclaim(int slot) {
+    Op<T> op = slot >= 0 && slot < cap ? slots[slot] : null;
+    if (op == null) {
+      warnings.warn("the provider reaped slot " + slot + ", which holds no operation; ignored");
+      return null;
+    }
+    slots[slot] = null;
+    freeSlots[freeSlotCount++] = slot;
+    // Saturating: a reap that outran in-flight would otherwise leave the worker unable to post.
+    inFlight = Math.max(0, inFlight - 1);
+    reapedThisPass++;
+    if (op.lease != null) {
+      op.lease.release();
+      op.lease = null;
+    }
+    return op;
+  }
+
+  private void finishReaped(Op<T> op, DmaException error) {
+    if (telemetry.metrics || telemetry.tracing) {
+      recordReaped(op, error);
+    }
+    if (op.request.wantChecksum()) {
+      T context = op.request.context();
+      MemorySegment operand = op.operand;
+      long length = op.lengthBytes;
+      Span wire = op.wire;
+      accountFinished(op);
+      crcBatch.add(new Checksummed<>(context, operand, length, error, wire, telemetry));
+    } else {
+      finish(op, error == null ? TransferDone.of(op.lengthBytes) : Outcome.failed(error));
+    }
+  }
+
+  /** Completes an op inline with an outcome and accounts it. */
+  private void finish(Op<T> op, Outcome outcome) {
+    if (!outcome.isDone()) {
+      // Failed before it reached the wire (post refused, deadline, set-up); reaped failures are
+      // counted in recordReaped.
+      countFailure(outcome.error());
+      if (telemetry.metrics) {
+        boolean read = op.request.direction() instanceof dev.dma.api.Direction.FromPeer;
+        telemetry.transfers.add(1, read ? telemetry.readFailed : telemetry.writeFailed);
+      }
+    }
+    T context = op.request.context();
+    accountFinished(op);
+    completions.add(new Completion<>(context, outcome));
+  }
+
+  /** Accounts one finished op (reaped, or failed before posting) and recycles it. */
+  private void accountFinished(Op<T> op) {
+    releaseOutstanding();
+    Client client = op.client;
+    if (--client.outstanding <= 0) {
+      clients.remove(client.id);
+      if (client.removalPending) {
+        peers.release(client.id);
+      }
+      spareClients.addLast(client);
+    }
+    op.request = null;
+    op.operand = null;
+    op.client = null;
+    op.parent = null;
+    op.wire = null;
+    op.await = null;
+    spareOps.addLast(op);
+  }
+
+  private void countFailure(DmaException error) {
+    if (telemetry.metrics) {
+      telemetry.errors.add(
+          1,
+          error.kind() == DmaException.Kind.FABRIC ? telemetry.fabricError : telemetry.transferError);
+    }
+  }
+
+  /** Leases with a {@code dma.region_register} span when the lease had to register (a miss). */
+  private Registration leaseTraced(Op<T> op, long address) {
+    long missesBefore = regions.misses();
+    long startNs = System.nanoTime();
+    long startEpochNs = System.currentTimeMillis() * 1_000_000L;
+    Registration lease = regions.lease(address, op.lengthBytes, op.request.context());
+    if (regions.misses() != missesBefore) {
+      // First-touch cost shows as a root span: registration serves every later operand inside it.
+      telemetry
+          .tracer
+          .spanBuilder("dma.region_register")
+          .setNoParent()
+          .setStartTimestamp(startEpochNs, java.util.concurrent.TimeUnit.NANOSECONDS)
+          .setAttribute(Telemetry.LENGTH, op.lengthBytes)
+          .startSpan()
+          .end(startEpochNs + (System.nanoTime() - startNs), java.util.concurrent.TimeUnit.NANOSECONDS);
+    }
+    return lease;
+  }
+
+  /** Starts {@code dma.wire} (post to reap) under the submitter's context, and its child wait. */
+  private void startWireSpans(Op<T> op) {
+    boolean read = op.request.direction() instanceof dev.dma.api.Direction.FromPeer;
+    Context parent = op.parent != null ? op.parent : Context.root();
+    Span wire =
+        telemetry
+            .tracer
+            .spanBuilder("dma.wire")
+            .setParent(parent)
+            .setAllAttributes(read ? telemetry.read : telemetry.write)
+            .setAttribute(Telemetry.LENGTH, op.lengthBytes)
+            .setAttribute(Telemetry.CLIENT, op.request.clientId())
+            .startSpan();
+    op.wire = wire;
+    op.await =
+        telemetry.tracer.spanBuilder("dma.await_completion").setParent(parent.with(wire)).startSpan();
+  }
+
+  /** Metrics and span ends for a reaped op. */
+  private void recordReaped(Op<T> op, DmaException error) {
+    boolean read = op.request.direction() instanceof dev.dma.api.Direction.FromPeer;
+    if (telemetry.metrics) {
+      var attributes =
+          error == null
+              ? (read ? telemetry.readDone : telemetry.writeDone)
+              : (read ? telemetry.readFailed : telemetry.writeFailed);
+      telemetry.transfers.add(1, attributes);
+      if (error == null) {
+        telemetry.bytes.add(op.lengthBytes, attributes);
+      } else {
+        countFailure(error);
+      }
+      telemetry.latency.record((System.nanoTime() - op.postedNs) * 1e-9, read ? telemetry.read : telemetry.write);
+    }
+    if (op.await != null) {
+      op.await.end();
+    }
+    if (op.wire != null) {
+      if (error != null) {
+        op.wire.setStatus(StatusCode.ERROR, error.getMessage());
+        op.wire.setAttribute(Telemetry.FABRIC_ERRNO, error.fabricErrno());
+        op.wire.setAttribute(Telemetry.PROVIDER_ERRNO, error.providerErrno());
+      }
+      op.wire.end();
+    }
+  }
+
+  /** Drops one op from the device-wide tally that submit raised, never below zero. */
+  private void releaseOutstanding() {
+    long current;
+    do {
+      current = outstanding.get();
+      if (current == 0) {
+        return;
+      }
+    } while (!outstanding.compareAndSet(current, current - 1));
+  }
+
+  private void flushChecksums() {
+    List<Checksummed<T>> batch = crcBatch;
+    crcBatch = new ArrayList<>();
+    pool.submit(new ChecksumJob<>(batch, completer));
+  }
+
+  private void deliver(List<Completion<T>> batch) {
+    try {
+      completer.complete(batch);
+    } catch (Throwable hookFailure) {
+      // The hook must not throw; when it does, the batch counts as delivered and the worker goes
+      // on serving every other transfer.
+      LOG.log(Level.ERROR, "the BatchCompleter threw; the worker carries on", hookFailure);
+    }
+    batch.clear();
+  }
+
+  /**
+   * Fails whatever is left and closes the endpoint. After a normal exit only never-posted ops and
+   * held checksummed completions remain; after a failure, in-flight ops too. The endpoint is closed
+   * before in-flight ops are failed, so no provider touches their buffers after their completion.
+   */
+  private void shutDown(Throwable failure) {
+    channel.close();
+    telemetry.close();
+    try {
+      regions.close();
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "clearing the registration cache failed", e);
+    }
+    try {
+      peers.clear();
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "clearing the peer table failed", e);
+    }
+    try {
+      endpoint.close();
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "closing the endpoint failed", e);
+    }
+    List<Completion<T>> leftover = new ArrayList<>(completions);
+    completions.clear();
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op != null) {
+        slots[slot] = null;
+        leftover.add(gone(op, failure));
+      }
+    }
+    inFlight = 0;
+    Op<T> op;
+    while ((op = pending.pollFirst()) != null) {
+      leftover.add(gone(op, failure));
+    }
+    // Deferred checksummed completions finish inline: the pool may be tearing down alongside.
+    for (Checksummed<T> checksummed : crcBatch) {
+      leftover.add(checksummed.toCompletion());
+    }
+    crcBatch.clear();
+    // Whatever arrived but was never taken in (only when the loop failed) fails too; replies are
+    // abandoned so their callers wake.
+    while (true) {
+      Object message = channel.poll();
+      if (message != null) {
+        leftover.addAll(refuse(message));
+      } else if (channel.isDrained()) {
+        break;
+      } else {
+        // An offer is inside the gate; it either lands in the queue or sees the channel closed.
+        Thread.onSpinWait();
+      }
+    }
+    if (!leftover.isEmpty()) {
+      deliver(leftover);
+    }
+  }
+
+  private Completion<T> gone(Op<T> op, Throwable failure) {
+    T context = op.request.context();
+    releaseOutstanding();
+    DmaException error =
+        new DmaException(DmaException.Kind.FABRIC, WORKER_GONE, 0, 0, failure);
+    return new Completion<>(context, Outcome.failed(error));
+  }
+
+  @SuppressWarnings("unchecked")
+  private List<Completion<T>> refuse(Object message) {
+    if (message instanceof Traced traced) {
+      message = traced.request();
+    }
+    switch (message) {
+      case TransferRequest<?> request -> {
+        releaseOutstanding();
+        return List.of(
+            new Completion<>(
+                (T) request.context(), Outcome.failed(DmaException.fabric(WORKER_GONE))));
+      }
+      case Commands.AddPeer add -> add.reply().abandon();
+      case Commands.Pin pin -> pin.reply().abandon();
+      case Commands.RunOnWorker run -> run.reply().abandon();
+      default -> {}
+    }
+    return List.of();
+  }
+
+  /** Per-op state, recycled: a transfer between intake and completion. */
+  private static final class Op<T extends Operands> {
+    TransferRequest<T> request;
+    MemorySegment operand;
+    long lengthBytes;
+    Client client;
+    Registration lease;
+    int slot;
+    boolean stalled;
+    // Telemetry, only when installed: the submitter's context, the spans, the post time.
+    Context parent;
+    Span wire;
+    Span await;
+    long postedNs;
+    // When the provider first answered -FI_EAGAIN; the progress deadline counts from here.
+    long stalledSinceNs;
+  }
+
+  /** A client's outstanding count and pending removal, recycled. */
+  private static final class Client {
+    long id;
+    int outstanding;
+    boolean removalPending;
+  }
+
+  /** A reaped op awaiting its checksummed completion on the pool. */
+  private record Checksummed<T>(
+      T context,
+      MemorySegment operand,
+      long lengthBytes,
+      DmaException error,
+      Span wire,
+      Telemetry telemetry) {
+    Completion<T> toCompletion() {
+      if (error != null) {
+        return new Completion<>(context, Outcome.failed(error));
+      }
+      MemorySegment bytes =
+          operand.byteSize() == lengthBytes ? operand : operand.asSlice(0, lengthBytes);
+      Span span =
+          wire == null
+              ? null
+              : telemetry
+                  .tracer
+                  .spanBuilder("dma.checksum")
+                  .setParent(Context.root().with(wire))
+                  .setAttribute(Telemetry.LENGTH, lengthBytes)
+                  .startSpan();
+      try {
+        return new Completion<>(
+            context, TransferDone.withChecksum(lengthBytes, Checksums.crc32c(bytes)));
+      } finally {
+        if (span != null) {
+          span.end();
+        }
+      }
+    }
+  }
+
+  /**
+   * A transfer submitted while tracing is on, with the submitter's context (the parent of its
+   * {@code dma.wire} span). Only allocated when tracing is installed.
+   *
+   * @param request the transfer
+   * @param parent the submitter's current context
+   */
+  public record Traced(TransferRequest<?> request, Context parent) {}
+
+  /** Hashes a batch and delivers it, on a pool thread. */
+  private record ChecksumJob<T>(List<Checksummed<T>> batch, BatchCompleter<T> completer)
+      implements Runnable {
+    @Override
+    public void run() {
+      List<Completion<T>> done = new ArrayList<>(batch.size());
+      for (Checksummed<T> checksummed : batch) {
+        Completion<T> completion;
+        try {
+          completion = checksummed.toCompletion();
+        } catch (RuntimeException unreadable) {
+          // For example the operand's arena was closed before completion: this transfer fails,
+          // the rest of the batch is unaffected.
+          completion =
+              new Completion<>(
+                  checksummed.context(),
+                  Outcome.failed(
+                      new DmaException(
+                          DmaException.Kind.TRANSFER,
+                          "checksum failed: " + unreadable,
+                          0,
+                          0,
+                          unreadable)));
+        }
+        done.add(completion);
+      }
+      completer.complete(done);
+    }
+  }
+}
