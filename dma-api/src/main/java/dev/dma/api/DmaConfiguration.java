@@ -39,6 +39,12 @@ import java.util.regex.Pattern;
  *   <tr><td>{@code progress_deadline}</td><td>{@code 1s}</td><td>how long one operation may be
  *       refused with {@code -FI_EAGAIN} before it fails; {@code 50ms}, {@code 2s} or ISO-8601
  *       {@code PT2S}</td></tr>
+ *   <tr><td>{@code max_pinned_bytes}</td><td>0</td><td>the most bytes one endpoint keeps registered
+ *       for local operands (cached spans, registered regions, in-flight operands); idle cached
+ *       spans are evicted, least recently used first, to stay under it. {@code 0} means as much as
+ *       {@code RLIMIT_MEMLOCK} ({@code ulimit -l}) allows, unbounded when that is unlimited or the
+ *       process holds {@code CAP_IPC_LOCK}; a positive value is still capped by that limit. A whole
+ *       number of bytes, optionally with a binary suffix: {@code 512m}, {@code 64GiB}</td></tr>
  * </table>
  *
  * @param providers provider names in preference order; never empty
@@ -47,6 +53,8 @@ import java.util.regex.Pattern;
  * @param maxInFlight the per-worker cap on posted, unreaped operations
  * @param crcPoolThreads threads of the checksum pool
  * @param progressDeadline how long one post may keep getting {@code -FI_EAGAIN}
+ * @param maxPinnedBytes the per-endpoint bound on registered bytes, or 0 for the default (derived
+ *     from {@code RLIMIT_MEMLOCK}); never negative
  */
 public record DmaConfiguration(
     List<String> providers,
@@ -54,7 +62,8 @@ public record DmaConfiguration(
     Optional<String> bind,
     int maxInFlight,
     int crcPoolThreads,
-    Duration progressDeadline) {
+    Duration progressDeadline,
+    long maxPinnedBytes) {
 
   /** The provider used when none is named. */
   public static final String DEFAULT_PROVIDER = "tcp";
@@ -68,6 +77,13 @@ public record DmaConfiguration(
   /** The default progress deadline. */
   public static final Duration DEFAULT_PROGRESS_DEADLINE = Duration.ofSeconds(1);
 
+  /**
+   * The default pinned-bytes bound, 0: as much as {@code RLIMIT_MEMLOCK} allows, unbounded when it
+   * is unlimited. Generous on purpose: the bound exists to evict idle cached spans before the
+   * kernel refuses a registration, not to ration memory.
+   */
+  public static final long DEFAULT_MAX_PINNED_BYTES = 0;
+
   private static final Set<String> KEYS =
       Set.of(
           "providers",
@@ -75,7 +91,11 @@ public record DmaConfiguration(
           "bind",
           "max_in_flight",
           "crc_pool_threads",
-          "progress_deadline");
+          "progress_deadline",
+          "max_pinned_bytes");
+
+  private static final Pattern BYTES =
+      Pattern.compile("(\\d+)\\s*(?:([kmgt])(?:i?b)?|b)?", Pattern.CASE_INSENSITIVE);
 
   private static final Pattern DURATION =
       Pattern.compile("(\\d+)\\s*(ns|us|µs|ms|s|m|h)", Pattern.CASE_INSENSITIVE);
@@ -108,11 +128,15 @@ public record DmaConfiguration(
       throw new IllegalArgumentException(
           "progress_deadline must be positive, not " + progressDeadline);
     }
+    if (maxPinnedBytes < 0) {
+      throw new IllegalArgumentException(
+          "max_pinned_bytes must not be negative, not " + maxPinnedBytes);
+    }
   }
 
   /**
    * The defaults: provider {@code tcp}, no interfaces, no bind, 64 in flight, 2 checksum threads,
-   * a 1 s progress deadline.
+   * a 1 s progress deadline, pinned bytes bounded only by {@code RLIMIT_MEMLOCK}.
    *
    * @return the default configuration
    */
@@ -141,7 +165,8 @@ public record DmaConfiguration(
         .bind(bind.orElse(null))
         .maxInFlight(maxInFlight)
         .crcPoolThreads(crcPoolThreads)
-        .progressDeadline(progressDeadline);
+        .progressDeadline(progressDeadline)
+        .maxPinnedBytes(maxPinnedBytes);
   }
 
   /**
@@ -207,6 +232,9 @@ public record DmaConfiguration(
     if ((value = properties.getProperty("progress_deadline")) != null) {
       builder.progressDeadline(parseDuration("progress_deadline", value));
     }
+    if ((value = properties.getProperty("max_pinned_bytes")) != null) {
+      builder.maxPinnedBytes(parseBytes("max_pinned_bytes", value));
+    }
     return builder.build();
   }
 
@@ -243,6 +271,40 @@ public record DmaConfiguration(
     } catch (DateTimeParseException notIso) {
       throw new IllegalArgumentException(
           key + " must be a duration such as 50ms, 2s or PT2S, not \"" + text + "\"", notIso);
+    }
+  }
+
+  /**
+   * Parses a byte count written as a whole number with an optional binary suffix: {@code k}, {@code
+   * m}, {@code g} or {@code t}, optionally followed by {@code b} or {@code ib} ({@code 512m}, {@code
+   * 64GiB}, {@code 4096}); {@code 1k} is 1024 bytes.
+   *
+   * @param key the key being parsed, for the error message
+   * @param text the text
+   * @return the byte count
+   * @throws IllegalArgumentException naming the key when the text is not a byte count or overflows
+   */
+  public static long parseBytes(String key, String text) {
+    Matcher matcher = BYTES.matcher(text.strip());
+    if (!matcher.matches()) {
+      throw new IllegalArgumentException(
+          key + " must be a byte count such as 4096, 512m or 64GiB, not \"" + text + "\"");
+    }
+    try {
+      long amount = Long.parseLong(matcher.group(1));
+      String unit = matcher.group(2);
+      int shift =
+          unit == null
+              ? 0
+              : switch (unit.toLowerCase(Locale.ROOT)) {
+                case "k" -> 10;
+                case "m" -> 20;
+                case "g" -> 30;
+                default -> 40;
+              };
+      return Math.multiplyExact(amount, 1L << shift);
+    } catch (NumberFormatException | ArithmeticException tooLarge) {
+      throw new IllegalArgumentException(key + " is out of range: \"" + text + "\"", tooLarge);
     }
   }
 
@@ -285,6 +347,7 @@ public record DmaConfiguration(
     private int maxInFlight = DEFAULT_MAX_IN_FLIGHT;
     private int crcPoolThreads = DEFAULT_CRC_POOL_THREADS;
     private Duration progressDeadline = DEFAULT_PROGRESS_DEADLINE;
+    private long maxPinnedBytes = DEFAULT_MAX_PINNED_BYTES;
 
     private Builder() {}
 
@@ -365,6 +428,18 @@ public record DmaConfiguration(
     }
 
     /**
+     * Sets the per-endpoint bound on registered bytes.
+     *
+     * @param value a positive byte count, or 0 for the default (as much as {@code RLIMIT_MEMLOCK}
+     *     allows)
+     * @return this builder
+     */
+    public Builder maxPinnedBytes(long value) {
+      this.maxPinnedBytes = value;
+      return this;
+    }
+
+    /**
      * Builds and validates the configuration.
      *
      * @return the configuration
@@ -377,7 +452,8 @@ public record DmaConfiguration(
           Optional.ofNullable(bind),
           maxInFlight,
           crcPoolThreads,
-          progressDeadline);
+          progressDeadline,
+          maxPinnedBytes);
     }
   }
 }

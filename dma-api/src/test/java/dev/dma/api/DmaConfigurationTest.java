@@ -38,6 +38,7 @@ class DmaConfigurationTest {
     assertEquals(64, config.maxInFlight());
     assertEquals(2, config.crcPoolThreads());
     assertEquals(Duration.ofSeconds(1), config.progressDeadline());
+    assertEquals(0L, config.maxPinnedBytes());
   }
 
   @Test
@@ -57,7 +58,8 @@ class DmaConfigurationTest {
                 "bind", "10.0.0.1",
                 "max_in_flight", "16",
                 "crc_pool_threads", "4",
-                "progress_deadline", "50ms"));
+                "progress_deadline", "50ms",
+                "max_pinned_bytes", "64GiB"));
     assertEquals(List.of("efa-direct", "tcp"), config.providers());
     assertEquals("efa-direct", config.provider());
     assertEquals(List.of("rdmap83s0-rdm"), config.interfaces());
@@ -65,6 +67,7 @@ class DmaConfigurationTest {
     assertEquals(16, config.maxInFlight());
     assertEquals(4, config.crcPoolThreads());
     assertEquals(Duration.ofMillis(50), config.progressDeadline());
+    assertEquals(64L << 30, config.maxPinnedBytes());
     assertEquals(config, config.toBuilder().build());
   }
 
@@ -108,6 +111,41 @@ class DmaConfigurationTest {
     assertTrue(
         invalid(() -> DmaConfiguration.fromProperties(props("progress_deadline", "soon")))
             .startsWith("progress_deadline must be a duration"));
+    assertEquals(
+        "max_pinned_bytes must not be negative, not -1",
+        invalid(() -> DmaConfiguration.builder().maxPinnedBytes(-1).build()));
+    assertEquals(
+        "max_pinned_bytes must be a byte count such as 4096, 512m or 64GiB, not \"-1\"",
+        invalid(() -> DmaConfiguration.fromProperties(props("max_pinned_bytes", "-1"))));
+    assertEquals(
+        "max_pinned_bytes must be a byte count such as 4096, 512m or 64GiB, not \"lots\"",
+        invalid(() -> DmaConfiguration.fromProperties(props("max_pinned_bytes", "lots"))));
+    assertEquals(
+        "max_pinned_bytes is out of range: \"9000000t\"",
+        invalid(() -> DmaConfiguration.fromProperties(props("max_pinned_bytes", "9000000t"))));
+  }
+
+  @Test
+  void maxPinnedBytesKeepsItsValueAndZeroMeansTheDefault() {
+    assertEquals(
+        4096L, DmaConfiguration.builder().maxPinnedBytes(4096).build().maxPinnedBytes());
+    assertEquals(
+        DmaConfiguration.defaults(),
+        DmaConfiguration.fromProperties(props("max_pinned_bytes", "0")));
+    assertEquals(
+        1L << 20,
+        DmaConfiguration.defaults().toBuilder().maxPinnedBytes(1L << 20).build().maxPinnedBytes());
+  }
+
+  @Test
+  void parsesByteCounts() {
+    assertEquals(4096L, DmaConfiguration.parseBytes("k", "4096"));
+    assertEquals(4096L, DmaConfiguration.parseBytes("k", "4096b"));
+    assertEquals(2048L, DmaConfiguration.parseBytes("k", "2k"));
+    assertEquals(512L << 20, DmaConfiguration.parseBytes("k", " 512m "));
+    assertEquals(512L << 20, DmaConfiguration.parseBytes("k", "512 MB"));
+    assertEquals(64L << 30, DmaConfiguration.parseBytes("k", "64GiB"));
+    assertEquals(3L << 40, DmaConfiguration.parseBytes("k", "3t"));
   }
 
   @Test

@@ -414,13 +414,16 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
           if (telemetry.metrics) {
             telemetry.stalls.add(1, telemetry.device);
           }
+          // Also while closing: a connection still being set up answers -FI_EAGAIN too, so a
+          // stalled op keeps its chance until the deadline, which bounds how long close() waits.
           if (now - op.stalledSinceNs < progressDeadlineNs) {
             pending.addLast(op);
             continue;
-          }
-          error = new DmaException(DmaException.Kind.TRANSFER, deadlineText, -code, 0, null);
-          if (telemetry.metrics) {
-            telemetry.deadlineFailures.add(1, telemetry.device);
+          } else {
+            error = new DmaException(DmaException.Kind.TRANSFER, deadlineText, -code, 0, null);
+            if (telemetry.metrics) {
+              telemetry.deadlineFailures.add(1, telemetry.device);
+            }
           }
         } else {
           error =

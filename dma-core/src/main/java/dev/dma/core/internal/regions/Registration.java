@@ -144,9 +144,6 @@ public final class Registration {
       LEASES.getAndAdd(this, 1);
       throw new IllegalStateException("released a registration with no lease left: " + this);
     }
-    if (pinnedBytes != null) {
-      pinnedBytes.addAndGet(-(end - base));
-    }
     try {
       endpoint.deregister(handle);
     } catch (RuntimeException failed) {
@@ -156,6 +153,12 @@ public final class Registration {
           Level.WARNING,
           () -> "deregistering " + (end - base) + " bytes at 0x" + Long.toHexString(base) + " failed",
           failed);
+    } finally {
+      // Lowered only once the pages are unpinned, so the worker's bound check never counts on room
+      // the kernel has not given back yet (it would then see -FI_ENOMEM instead).
+      if (pinnedBytes != null) {
+        pinnedBytes.addAndGet(-(end - base));
+      }
     }
   }
 

@@ -1,0 +1,379 @@
+package dev.dma.core.internal.regions;
+
+import dev.dma.api.CacheableSpan;
+import dev.dma.api.DmaException;
+import dev.dma.api.Operands;
+import dev.dma.spi.FabricEndpoint;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One endpoint's local registrations: leases for the operands of posts (through the process-wide
+ * {@link RegionRegistry}), regions pinned through the service's {@code register}, and a bound on
+ * the bytes this endpoint keeps registered.
+ *
+ * <h2>Threads and ownership</h2>
+ *
+ * Owned by the fabric worker of its endpoint: {@link #lease}, {@link #pin} and {@link #close()} run
+ * on that thread only, because they call the endpoint. {@link #stats()} and the counters may be read
+ * from any thread; {@link RegionRegistry#invalidate} reaches this endpoint's entries from any thread.
+ * The worker calls {@link #close()} before closing the endpoint, so every cached registration is
+ * deregistered while its domain is still open.
+ *
+ * <h2>The pinned-bytes bound</h2>
+ *
+ * {@code maxPinnedBytes} caps the bytes this endpoint keeps registered: cached spans, pinned
+ * regions and the one-off registrations of in-flight operations. A registration that would exceed
+ * it first evicts this domain's least recently used cached spans that no operation leases (never a
+ * leased one, never a pinned region); if that is not enough, a widened span falls back to the
+ * operand's own extent, and otherwise the lease fails naming {@code max_pinned_bytes} and {@code
+ * ulimit -l}. A registration the kernel refuses with {@code -FI_ENOMEM} likewise evicts idle spans
+ * and retries before failing. The public constructor derives the bound from the configuration and
+ * {@code RLIMIT_MEMLOCK} ({@link PinnedMemoryLimit#bound(long)}); the bound is per endpoint.
+ */
+public final class LocalRegions implements AutoCloseable {
+  /** {@code FI_ENOMEM}: the kernel would not pin more pages (RLIMIT_MEMLOCK or device limits). */
+  private static final int FI_ENOMEM = 12;
+
+  private static final VarHandle HITS;
+  private static final VarHandle MISSES;
+  private static final VarHandle REGISTRATIONS;
+  private static final VarHandle EVICTIONS;
+
+  static {
+    try {
+      MethodHandles.Lookup lookup = MethodHandles.lookup();
+      HITS = lookup.findVarHandle(LocalRegions.class, "hits", long.class);
+      MISSES = lookup.findVarHandle(LocalRegions.class, "misses", long.class);
+      REGISTRATIONS = lookup.findVarHandle(LocalRegions.class, "registrations", long.class);
+      EVICTIONS = lookup.findVarHandle(LocalRegions.class, "evictions", long.class);
+    } catch (ReflectiveOperationException impossible) {
+      throw new ExceptionInInitializerError(impossible);
+    }
+  }
+
+  private final FabricEndpoint endpoint;
+  private final RegionRegistry registry;
+  private final long maxPinnedBytes;
+  private final boolean required;
+  /** Lowered by whichever thread deregisters, so atomic. */
+  private final AtomicLong pinnedBytes = new AtomicLong();
+
+  // Written by the worker only; read with getOpaque by stats readers on other threads.
+  private long hits;
+  private long misses;
+  private long registrations;
+  private long evictions;
+
+  /**
+   * Local registrations for one endpoint, bounded as configured. Construct on (or before handing
+   * it to) the worker.
+   *
+   * @param endpoint the endpoint, owned by the caller; this class registers and deregisters on it
+   * @param registry where cached registrations are tracked: {@link RegionRegistry#global()} in
+   *     production, so {@code invalidate} reaches them
+   * @param maxPinnedBytes {@code DmaConfiguration.maxPinnedBytes()}: 0 for the default (as much as
+   *     {@code RLIMIT_MEMLOCK} allows, unbounded when unlimited), else a positive bound, itself
+   *     lowered to {@code RLIMIT_MEMLOCK} when that is finite; see {@link
+   *     PinnedMemoryLimit#bound(long)}
+   * @throws IllegalArgumentException if {@code maxPinnedBytes} is negative
+   */
+  public LocalRegions(FabricEndpoint endpoint, RegionRegistry registry, long maxPinnedBytes) {
+    this(PinnedMemoryLimit.bound(maxPinnedBytes), endpoint, registry);
+  }
+
+  /**
+   * Local registrations bounded at exactly {@code boundBytes}, whatever {@code RLIMIT_MEMLOCK} says:
+   * for tests and benchmarks that need the same bound on every machine.
+   *
+   * @param endpoint the endpoint, owned by the caller
+   * @param registry where cached registrations are tracked
+   * @param boundBytes the most bytes this endpoint keeps registered, positive ({@link
+   *     Long#MAX_VALUE} for no bound)
+   * @return the local regions
+   * @throws IllegalArgumentException if {@code boundBytes} is not positive
+   */
+  public static LocalRegions withExactBound(
+      FabricEndpoint endpoint, RegionRegistry registry, long boundBytes) {
+    return new LocalRegions(boundBytes, endpoint, registry);
+  }
+
+  private LocalRegions(long boundBytes, FabricEndpoint endpoint, RegionRegistry registry) {
+    if (endpoint == null) {
+      throw new NullPointerException("endpoint");
+    }
+    if (registry == null) {
+      throw new NullPointerException("registry");
+    }
+    if (boundBytes <= 0) {
+      throw new IllegalArgumentException("the pinned-bytes bound must be positive, not " + boundBytes);
+    }
+    this.endpoint = endpoint;
+    this.registry = registry;
+    this.maxPinnedBytes = boundBytes;
+    this.required = endpoint.requiresLocalRegistration();
+  }
+
+  /**
+   * A lease on a registration covering {@code [address, address + lengthBytes)}, for one post. The
+   * caller holds the lease from post until the operation's completion is produced (or drops it
+   * right away when the post is refused) and must {@link Registration#release()} it exactly once,
+   * on any thread. Worker thread only.
+   *
+   * <p>A cache hit retains the covering registration without allocating and without asking the
+   * context. A miss asks {@code context.cacheableSpan()} once; a span that contains the operand is
+   * registered and tracked, so later operands inside it hit; a span that does not is ignored. If a
+   * widened registration fails, the operand's own extent is registered instead (and still tracked,
+   * at its real extent, since the caller promised to invalidate the span around it).
+   *
+   * @param address the operand's first byte
+   * @param lengthBytes the operand's length, not negative
+   * @param context the caller context, asked for its cacheable span only on a miss
+   * @return a retained registration, or {@code null} when the endpoint needs no local registration
+   *     (nothing is registered and the context is not asked)
+   * @throws DmaException {@code local operand range overflows}; whatever the endpoint's {@code
+   *     register} throws; or, when memory cannot be pinned, a message naming {@code
+   *     max_pinned_bytes} and {@code ulimit -l}
+   */
+  public Registration lease(long address, long lengthBytes, Operands context) {
+    if (!required) {
+      return null;
+    }
+    long end = address + lengthBytes;
+    if (address < 0 || lengthBytes < 0 || end < address) {
+      throw DmaException.fabric("local operand range overflows");
+    }
+    Registration hit = registry.covering(this, address, end);
+    if (hit != null) {
+      HITS.setOpaque(this, hits + 1);
+      return hit;
+    }
+    MISSES.setOpaque(this, misses + 1);
+    CacheableSpan span = spanAround(context, address, end);
+    if (span == null) {
+      checkLength(lengthBytes);
+      return register(address, lengthBytes, true);
+    }
+    Registration registration = null;
+    if (span.base() != address || span.end() != end) {
+      try {
+        registration = register(span.base(), span.lengthBytes(), true);
+      } catch (DmaException widenedFailed) {
+        // Pinning the whole span is an optimisation: the operand alone may still register (and
+        // fit under the bound), so this one transfer need not fail.
+        registration = null;
+      }
+    }
+    if (registration == null) {
+      checkLength(lengthBytes);
+      registration = register(address, lengthBytes, true);
+    }
+    registry.track(this, registration);
+    return registration;
+  }
+
+  /**
+   * Registers {@code [base, base + lengthBytes)} and tracks it with the registry as its sole holder
+   * (behind the service's {@code register}): operands inside it hit, and it lives until the region's
+   * owner invalidates it or this endpoint closes. Never evicted. Worker thread only; a no-op when
+   * the endpoint needs no local registration.
+   *
+   * @param base the first byte
+   * @param lengthBytes the length, positive
+   * @throws DmaException {@code pinned region range overflows}; {@code cannot register 0 bytes};
+   *     whatever the endpoint's {@code register} throws; or, when memory cannot be pinned, a
+   *     message naming {@code max_pinned_bytes} and {@code ulimit -l}
+   */
+  public void pin(long base, long lengthBytes) {
+    if (!required) {
+      return;
+    }
+    if (base < 0 || lengthBytes < 0 || base + lengthBytes < base) {
+      throw DmaException.fabric("pinned region range overflows");
+    }
+    checkLength(lengthBytes);
+    Registration registration = register(base, lengthBytes, false);
+    registry.track(this, registration);
+    // The registry's lease is now the only one: the region's invalidate or close deregisters.
+    registration.release();
+  }
+
+  /**
+   * Removes this endpoint's entries from the registry, deregistering each one no operation still
+   * leases (the rest deregister when their last lease drops). Call on the worker before the
+   * endpoint closes its domain. Idempotent.
+   */
+  @Override
+  public void close() {
+    registry.clearDomain(this);
+  }
+
+  /**
+   * Whether this endpoint needs local registrations at all.
+   *
+   * @return {@link FabricEndpoint#requiresLocalRegistration()}, read once at construction
+   */
+  public boolean required() {
+    return required;
+  }
+
+  /**
+   * Cache hits so far. Any thread.
+   *
+   * @return the count
+   */
+  public long hits() {
+    return (long) HITS.getOpaque(this);
+  }
+
+  /**
+   * Cache misses so far. Any thread.
+   *
+   * @return the count
+   */
+  public long misses() {
+    return (long) MISSES.getOpaque(this);
+  }
+
+  /**
+   * Cached spans evicted for the pinned-bytes bound so far. Any thread.
+   *
+   * @return the count
+   */
+  public long evictions() {
+    return (long) EVICTIONS.getOpaque(this);
+  }
+
+  /**
+   * Bytes this endpoint has registered right now. Any thread.
+   *
+   * @return the byte count
+   */
+  public long pinnedBytes() {
+    return pinnedBytes.get();
+  }
+
+  /**
+   * The bound on {@link #pinnedBytes()}.
+   *
+   * @return the bound; {@link Long#MAX_VALUE} when unbounded
+   */
+  public long maxPinnedBytes() {
+    return maxPinnedBytes;
+  }
+
+  /**
+   * A snapshot of the counters. Any thread; allocates.
+   *
+   * @return the snapshot
+   */
+  public RegionStats stats() {
+    return new RegionStats(
+        hits(),
+        misses(),
+        (long) REGISTRATIONS.getOpaque(this),
+        evictions(),
+        pinnedBytes(),
+        maxPinnedBytes,
+        registry.size(this));
+  }
+
+  private static CacheableSpan spanAround(Operands context, long address, long end) {
+    Optional<CacheableSpan> answer = context == null ? null : context.cacheableSpan();
+    if (answer == null || answer.isEmpty()) {
+      return null;
+    }
+    CacheableSpan span = answer.get();
+    // A span that does not contain the operand would register memory the operand is not in.
+    return span.contains(address, end) ? span : null;
+  }
+
+  private static void checkLength(long lengthBytes) {
+    if (lengthBytes == 0) {
+      // fi_mr_reg rejects an empty range; saying so is clearer than its EINVAL.
+      throw DmaException.fabric("cannot register 0 bytes");
+    }
+  }
+
+  /**
+   * Registers within the bound, evicting idle cached spans first when needed and once more when
+   * the kernel refuses with -FI_ENOMEM.
+   */
+  private Registration register(long base, long lengthBytes, boolean evictable) {
+    makeRoom(lengthBytes);
+    while (true) {
+      try {
+        Registration registration =
+            Registration.register(endpoint, base, lengthBytes, evictable, pinnedBytes);
+        REGISTRATIONS.setOpaque(this, registrations + 1);
+        return registration;
+      } catch (DmaException failed) {
+        if (!outOfPinnableMemory(failed)) {
+          throw failed;
+        }
+        // The kernel's limit (RLIMIT_MEMLOCK, device page caps) is lower than our bound: give back
+        // idle spans and retry, failing only when there is nothing left to give.
+        if (evictIdle(lengthBytes) == 0) {
+          throw new DmaException(
+              DmaException.Kind.FABRIC,
+              failed.getMessage()
+                  + ": cannot pin "
+                  + lengthBytes
+                  + " more bytes ("
+                  + pinnedBytes.get()
+                  + " bytes already registered by this endpoint, none of them idle); raise ulimit"
+                  + " -l (RLIMIT_MEMLOCK), or set max_pinned_bytes below it so idle cached spans"
+                  + " are evicted sooner",
+              failed.fabricErrno(),
+              failed.providerErrno(),
+              failed);
+        }
+      }
+    }
+  }
+
+  private void makeRoom(long lengthBytes) {
+    // Only the worker raises pinnedBytes, so a concurrent change can only make more room. Written
+    // as a subtraction so an unbounded maxPinnedBytes (Long.MAX_VALUE) cannot overflow.
+    if (lengthBytes <= maxPinnedBytes - pinnedBytes.get()) {
+      return;
+    }
+    long excess = pinnedBytes.get() + lengthBytes - maxPinnedBytes;
+    // Evict only when that makes it fit: emptying the cache for a widened span that cannot fit
+    // anyway would cost every later operand a registration, for nothing.
+    if (lengthBytes <= maxPinnedBytes && excess <= registry.idleBytes(this)) {
+      evictIdle(excess);
+    }
+    long pinned = pinnedBytes.get();
+    if (lengthBytes > maxPinnedBytes - pinned) {
+      throw new DmaException(
+          DmaException.Kind.FABRIC,
+          "registering "
+              + lengthBytes
+              + " bytes would pin "
+              + (pinned + lengthBytes)
+              + " bytes on this endpoint, above max_pinned_bytes ("
+              + maxPinnedBytes
+              + "; "
+              + pinned
+              + " bytes are held by in-flight operations and registered regions); raise"
+              + " max_pinned_bytes, and ulimit -l (RLIMIT_MEMLOCK) when that caps it",
+          FI_ENOMEM,
+          DmaException.UNKNOWN_ERRNO,
+          null);
+    }
+  }
+
+  private int evictIdle(long wantedBytes) {
+    int evicted = registry.evict(this, wantedBytes);
+    EVICTIONS.setOpaque(this, evictions + evicted);
+    return evicted;
+  }
+
+  private static boolean outOfPinnableMemory(DmaException failed) {
+    String message = failed.getMessage();
+    return failed.fabricErrno() == FI_ENOMEM || (message != null && message.endsWith("(-12)"));
+  }
+}

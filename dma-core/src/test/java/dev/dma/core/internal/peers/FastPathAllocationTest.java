@@ -1,0 +1,44 @@
+package dev.dma.core.internal.peers;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.dma.core.internal.regions.Allocations;
+import dev.dma.core.internal.regions.RecordingEndpoint;
+import org.junit.jupiter.api.Test;
+
+/** {@link PeerTable#handle} runs on every post: its fast path must allocate nothing. */
+class FastPathAllocationTest {
+  @Test
+  void aKnownClientsHandleAllocatesNothing() {
+    RecordingEndpoint endpoint = new RecordingEndpoint();
+    endpoint.efa = true;
+    PeerTable table = new PeerTable(endpoint);
+    int clients = 256;
+    byte[][] sameArrays = new byte[clients][];
+    byte[][] equalCopies = new byte[clients][];
+    for (int i = 0; i < clients; i++) {
+      byte[] address = new byte[32];
+      address[16] = (byte) i;
+      address[17] = (byte) (i >>> 8);
+      sameArrays[i] = address;
+      equalCopies[i] = address.clone();
+      table.handle(i, address);
+    }
+    int[] next = {0};
+    long[] sink = {0};
+    long allocated =
+        Allocations.measure(
+            200_000,
+            () -> {
+              int client = next[0]++ & (clients - 1);
+              sink[0] += table.handle(client, sameArrays[client]);
+              sink[0] += table.handle(client, equalCopies[client]);
+            });
+    assertEquals(clients, endpoint.inserted().size());
+    assertEquals(clients, table.entries());
+    assertTrue(allocated < 1024, "the fast path allocated " + allocated + " bytes");
+    assertTrue(sink[0] > 0);
+    table.clear();
+  }
+}

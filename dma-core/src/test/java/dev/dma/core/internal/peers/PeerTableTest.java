@@ -1,0 +1,306 @@
+package dev.dma.core.internal.peers;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.dma.api.DmaException;
+import dev.dma.core.internal.regions.RecordingEndpoint;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The crate's {@code peer_addresses} tests over a recording endpoint (strong counts become holder
+ * counts; the EFA cases use its EFA identity rule), plus the table's own rules.
+ */
+class PeerTableTest {
+  /** A tcp-like 16-byte address (a sockaddr_in for 127.0.0.1:port). */
+  private static byte[] tcp(int port) {
+    byte[] address = new byte[16];
+    address[0] = 2;
+    address[2] = (byte) (port >>> 8);
+    address[3] = (byte) port;
+    address[4] = 127;
+    address[7] = 1;
+    return address;
+  }
+
+  /** A synthetic 32-byte EFA address: GID 0xfe x 16, QPN native-endian at 16-17, QKEY at 20-23. */
+  private static byte[] efa(int qpn, int qkey) {
+    ByteBuffer buffer = ByteBuffer.allocate(32).order(ByteOrder.nativeOrder());
+    for (int i = 0; i < 16; i++) {
+      buffer.put((byte) 0xfe);
+    }
+    buffer.putShort(16, (short) qpn);
+    buffer.putInt(20, qkey);
+    return buffer.array();
+  }
+
+  private final RecordingEndpoint endpoint = new RecordingEndpoint();
+  private final PeerTable table = new PeerTable(endpoint);
+  private final List<String> warnings = new CopyOnWriteArrayList<>();
+  private final Logger julLogger = Logger.getLogger(PeerTable.class.getName());
+  private final Handler capture =
+      new Handler() {
+        @Override
+        public void publish(LogRecord logRecord) {
+          if (logRecord.getLevel().intValue() >= Level.WARNING.intValue()) {
+            warnings.add(logRecord.getMessage());
+          }
+        }
+
+        @Override
+        public void flush() {}
+
+        @Override
+        public void close() {}
+      };
+
+  @BeforeEach
+  void captureWarnings() {
+    julLogger.addHandler(capture);
+  }
+
+  @AfterEach
+  void noContractViolations() {
+    julLogger.removeHandler(capture);
+    table.clear();
+    assertEquals(0, endpoint.livePeers(), "clear removes every live entry");
+    assertEquals(List.of(), endpoint.faults());
+  }
+
+  @Test
+  void clientsSharingAnAddressShareOneEntry() {
+    long first = table.handle(1, tcp(9000));
+    long second = table.handle(2, tcp(9000));
+    assertEquals(first, second);
+    assertEquals(1, endpoint.inserted().size());
+    assertEquals(1, table.entries());
+    assertEquals(2, table.clients());
+    assertEquals(2, table.holders(1));
+  }
+
+  @Test
+  void oneClientLeavingKeepsAnEntryAnotherStillUses() {
+    long handle = table.handle(1, tcp(9000));
+    table.handle(2, tcp(9000));
+    table.handle(3, tcp(9000));
+    table.release(1);
+    assertEquals(2, table.holders(2));
+    assertTrue(endpoint.isLivePeer(handle));
+    assertEquals(List.of(), endpoint.removed());
+  }
+
+  @Test
+  void theLastClientOutRemovesTheEntry() {
+    long handle = table.handle(1, tcp(9000));
+    table.handle(2, tcp(9000));
+    table.release(1);
+    table.release(2);
+    assertEquals(0, table.clients());
+    assertEquals(0, table.entries());
+    assertEquals(List.of(handle), endpoint.removed());
+    assertFalse(endpoint.isLivePeer(handle));
+  }
+
+  @Test
+  void releasingAClientTwiceIsHarmless() {
+    long handle = table.handle(1, tcp(9000));
+    table.handle(2, tcp(9000));
+    table.release(1);
+    table.release(1);
+    table.release(42); // never seen
+    assertEquals(1, table.holders(2));
+    assertTrue(endpoint.isLivePeer(handle));
+    assertEquals(handle, table.handle(2, tcp(9000)));
+    assertEquals(1, endpoint.inserted().size());
+  }
+
+  @Test
+  void reAskingForTheSameAddressHoldsOneReference() {
+    byte[] address = tcp(9000);
+    long handle = table.handle(1, address);
+    assertEquals(handle, table.handle(1, address), "the same array");
+    assertEquals(handle, table.handle(1, tcp(9000)), "equal bytes");
+    table.handle(2, address);
+    assertEquals(2, table.holders(1), "client 1 holds it once, however often it asks");
+    table.release(2);
+    assertEquals(1, table.holders(1));
+    assertEquals(1, endpoint.inserted().size());
+  }
+
+  @Test
+  void theStoredAddressIsACopy() {
+    byte[] address = tcp(9000);
+    long handle = table.handle(1, address);
+    address[3] = 99; // the caller reuses its array for another peer
+    long other = table.handle(1, address);
+    assertNotEquals(handle, other);
+    assertEquals(List.of(handle), endpoint.removed());
+  }
+
+  @Test
+  void deadIndexEntriesAreSwept() {
+    for (int i = 0; i < 192; i++) {
+      table.indexDead(tcp(i));
+    }
+    assertEquals(192, table.indexSize());
+    table.sweep();
+    assertEquals(0, table.indexSize());
+    assertEquals(PeerTable.SWEEP_FLOOR, table.sweepThreshold());
+  }
+
+  @Test
+  void sweepingKeepsLiveEntries() {
+    long live = table.handle(1, tcp(9000));
+    table.sweepThreshold(0);
+    table.handle(2, tcp(9001)); // inserting sweeps
+    assertEquals(2, table.indexSize());
+    assertEquals(PeerTable.SWEEP_FLOOR, table.sweepThreshold());
+    assertEquals(live, table.handle(3, tcp(9000)), "the live entry is still found by identity");
+    assertEquals(2, endpoint.inserted().size());
+  }
+
+  @Test
+  void theIndexIsSweptAsItGrows() {
+    for (int i = 0; i < 64; i++) {
+      table.handle(i, tcp(i));
+      table.release(i);
+    }
+    assertEquals(64, table.indexSize(), "released entries stay, dead, until a sweep");
+    table.handle(1000, tcp(1000));
+    assertEquals(1, table.indexSize());
+    for (int i = 0; i < 100; i++) {
+      table.handle(2000 + i, tcp(2000 + i));
+    }
+    assertEquals(101, table.indexSize());
+    assertEquals(128, table.sweepThreshold(), "twice the live entries after the last sweep");
+  }
+
+  @Test
+  void efaAddressesDifferingOnlyInQkeyAreOneSlot() {
+    endpoint.efa = true;
+    byte[] one = efa(7, 0x1111);
+    byte[] two = efa(7, 0x2222);
+    assertFalse(Arrays.equals(one, two));
+    assertArrayEquals(endpoint.peerIdentity(one), endpoint.peerIdentity(two));
+    table.handle(1, one);
+    table.handle(2, two); // the same slot, a new incarnation: the old one is dead
+    assertEquals(1, table.entries());
+    assertEquals(1, table.clients());
+  }
+
+  @Test
+  void efaAddressesWithDifferentQpnsAreDifferentSlots() {
+    endpoint.efa = true;
+    assertFalse(Arrays.equals(endpoint.peerIdentity(efa(7, 1)), endpoint.peerIdentity(efa(8, 1))));
+    long first = table.handle(1, efa(7, 1));
+    long second = table.handle(2, efa(8, 1));
+    assertNotEquals(first, second);
+    assertEquals(2, table.entries());
+    assertEquals(List.of(), warnings);
+  }
+
+  @Test
+  void efaRejectsAnyLengthButTheProviders() {
+    endpoint.efa = true;
+    long handle = table.handle(1, efa(7, 1));
+    for (int length : new int[] {31, 33}) {
+      DmaException rejected =
+          assertThrows(DmaException.class, () -> table.handle(1, new byte[length]));
+      assertEquals("efa address is " + length + " bytes, not 32", rejected.getMessage());
+      assertEquals(DmaException.Kind.FABRIC, rejected.kind());
+    }
+    assertEquals(handle, table.handle(1, efa(7, 1)), "a rejected address leaves the entry alone");
+    assertEquals(1, endpoint.inserted().size());
+    table.handle(2, new byte[32]);
+  }
+
+  @Test
+  void opaqueAddressesCompareEveryByte() {
+    byte[] one = tcp(9000);
+    byte[] two = tcp(9000);
+    two[15] = 1;
+    assertFalse(Arrays.equals(endpoint.peerIdentity(one), endpoint.peerIdentity(two)));
+    assertNotEquals(table.handle(1, one), table.handle(2, two));
+    assertEquals(2, table.entries());
+  }
+
+  @Test
+  void aRecycledQueuePairEvictsItsDeadIncarnation() {
+    endpoint.efa = true;
+    byte[] old = efa(7, 0x1234);
+    long stale = table.handle(1, old);
+    table.handle(2, old);
+    table.handle(3, efa(9, 1)); // another slot, untouched
+    byte[] recycled = old.clone();
+    recycled[20] ^= 1;
+
+    long fresh = table.handle(1, recycled);
+
+    assertNotEquals(stale, fresh);
+    assertEquals(2, table.clients(), "client 2 held the dead incarnation and was released");
+    assertEquals(0, table.holders(2));
+    assertEquals(1, table.holders(1));
+    assertEquals(1, table.holders(3));
+    assertEquals(List.of(stale), endpoint.removed());
+    assertEquals(1, table.evictions());
+    assertEquals(
+        List.of("client 1 advertised a recycled id; released the stale endpoint and 2 clients"),
+        warnings);
+    // Client 2 comes back with the new incarnation and shares it.
+    assertEquals(fresh, table.handle(2, recycled));
+    assertEquals(2, table.holders(1));
+  }
+
+  @Test
+  void aClientMovingToANewAddressReleasesTheOld() {
+    long old = table.handle(1, tcp(9000));
+    long moved = table.handle(1, tcp(9001));
+    assertNotEquals(old, moved);
+    assertEquals(List.of(old), endpoint.removed());
+    assertEquals(1, table.entries());
+    // Still shared with another client: moving does not remove it.
+    table.handle(2, tcp(9001));
+    table.handle(1, tcp(9000));
+    assertEquals(List.of(old), endpoint.removed());
+    assertEquals(2, table.entries());
+  }
+
+  @Test
+  void aFailedRemovalIsLoggedNotThrown() {
+    endpoint.removePeerCode = -22;
+    table.handle(1, tcp(9000));
+    table.release(1);
+    assertEquals(List.of("fi_av_remove failed releasing a peer address: -22"), warnings);
+    assertEquals(1, table.removes());
+  }
+
+  @Test
+  void clearRemovesEveryLiveEntryOnce() {
+    table.handle(1, tcp(9000));
+    table.handle(2, tcp(9000));
+    table.handle(3, tcp(9001));
+    table.clear();
+    assertEquals(2, endpoint.removed().size());
+    assertEquals(0, table.clients());
+    assertEquals(0, table.entries());
+    assertEquals(0, table.indexSize());
+    table.release(1);
+    assertEquals(2, table.removes());
+    assertEquals(2, table.inserts());
+  }
+}

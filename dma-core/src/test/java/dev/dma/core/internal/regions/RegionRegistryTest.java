@@ -1,0 +1,120 @@
+package dev.dma.core.internal.regions;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The registry's own rules, and a registration's lease counting. */
+class RegionRegistryTest {
+  private final RecordingEndpoint endpoint = new RecordingEndpoint();
+  private final RegionRegistry registry = new RegionRegistry();
+  private final Object domain = new Object();
+
+  private Registration track(long base, long end) {
+    Registration registration = Registration.register(endpoint, base, end - base, true);
+    registry.track(domain, registration);
+    registration.release();
+    return registration;
+  }
+
+  @Test
+  void coveringLooksOnlyAtTheGreatestBaseAtOrBelowTheStart() {
+    Registration wide = track(1000, 9000);
+    Registration nested = track(2000, 3000);
+    Registration hit = registry.covering(domain, 1500, 9000);
+    assertSame(wide, hit);
+    hit.release();
+    // The nested entry hides the wider one: a miss, costing a registration, never a wrong one.
+    assertNull(registry.covering(domain, 2500, 4000));
+    hit = registry.covering(domain, 2000, 3000);
+    assertSame(nested, hit);
+    hit.release();
+    assertNull(registry.covering(domain, 999, 1000));
+    assertNull(registry.covering(new Object(), 1500, 2000));
+  }
+
+  @Test
+  void invalidateIsHalfOpen() {
+    track(1000, 2000);
+    track(3000, 4000);
+    assertEquals(0, registry.invalidate(2000, 3000), "adjacent ranges do not overlap");
+    assertEquals(0, registry.invalidate(500, 1000));
+    assertEquals(2, registry.invalidate(1999, 3001));
+    assertEquals(0, registry.size(domain));
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
+  void invalidateFindsALongEntryFarBelowTheRange() {
+    track(1000, 1_000_000);
+    for (int i = 0; i < 100; i++) {
+      track(2000 + i * 100, 2050 + i * 100);
+    }
+    // Every entry above it ends long before 900_000: the scan must still reach the long one.
+    assertEquals(1, registry.invalidate(900_000, 900_001));
+    assertEquals(100, registry.size(domain));
+    assertEquals(1, registry.invalidate(2000, 2001));
+    assertEquals(99, registry.invalidate(0, Long.MAX_VALUE));
+  }
+
+  @Test
+  void trackingAtTheSameBaseReplacesAndReleasesOnlyTheRegistrysLease() {
+    Registration first = track(1000, 2000);
+    Registration leased = registry.covering(domain, 1000, 1500);
+    Registration second = track(1000, 3000);
+    assertEquals(1, registry.size(domain));
+    assertEquals(1, leased.leases(), "the replaced entry lives while an operand leases it");
+    assertTrue(endpoint.isLive(first.handle()));
+    leased.release();
+    assertFalse(endpoint.isLive(first.handle()));
+    Registration hit = registry.covering(domain, 1000, 2500);
+    assertSame(second, hit);
+    hit.release();
+    registry.track(domain, second); // tracking twice takes no second lease
+    assertEquals(1, second.leases());
+    registry.clearDomain(domain);
+    assertEquals(List.of(), endpoint.faults());
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
+  void manyEntriesStaySorted() {
+    for (int i = 99; i >= 0; i--) {
+      track(10_000 + i * 1000, 10_000 + i * 1000 + 500);
+    }
+    for (int i = 0; i < 100; i++) {
+      Registration hit = registry.covering(domain, 10_000 + i * 1000 + 10, 10_000 + i * 1000 + 20);
+      assertEquals(10_000 + i * 1000, hit.base());
+      hit.release();
+    }
+    assertEquals(100, registry.clearDomain(domain));
+    assertEquals(0, registry.clearDomain(domain));
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
+  void deregistrationRunsExactlyOnceOnTheLastRelease() {
+    Registration registration = Registration.register(endpoint, 4096, 4096, false);
+    registration.retain();
+    registration.release();
+    assertTrue(endpoint.isLive(registration.handle()));
+    registration.release();
+    assertEquals(0, registration.leases());
+    assertEquals(1, endpoint.deregisterCalls());
+    assertThrows(IllegalStateException.class, registration::release);
+    assertThrows(IllegalStateException.class, registration::retain);
+    assertEquals(1, endpoint.deregisterCalls());
+    assertEquals(List.of(), endpoint.faults());
+  }
+
+  @Test
+  void theGlobalRegistryIsOne() {
+    assertSame(RegionRegistry.global(), RegionRegistry.global());
+  }
+}
