@@ -1,0 +1,350 @@
+package dev.dma.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.Checksums;
+import dev.dma.api.Completion;
+import dev.dma.api.Direction;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricProviders;
+import dev.dma.core.FabricService;
+import dev.dma.core.PassiveTarget;
+import dev.dma.spi.ExposedRegion;
+import dev.dma.spi.FabricProvider;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * What every provider must do, run against each one: a service and a passive target in one JVM,
+ * real bytes checked by CRC-32C against the target's memory, and the failure cases that must fail
+ * one transfer and nothing else.
+ */
+abstract class ConformanceSuite {
+  protected Arena arena;
+  protected FabricService<Buffer> service;
+  protected Collector<Buffer> completions;
+  protected PassiveTarget target;
+
+  /** The configuration both the service and the target open with. */
+  protected abstract DmaConfiguration configuration();
+
+  /** A well-formed address of a peer that never answers, or null when the provider has none. */
+  protected abstract byte[] deadPeerAddress();
+
+  /** Checks how a transfer to {@link #deadPeerAddress()} failed; by default any failure will do. */
+  protected void deadPeerFailure(DmaException error) {}
+
+  protected FabricProvider provider() {
+    return FabricProviders.select(configuration());
+  }
+
+  @BeforeEach
+  void open() {
+    arena = Arena.ofShared();
+    completions = new Collector<>();
+    service = FabricService.<Buffer>builder(configuration()).completer(completions).start();
+    target = PassiveTarget.start(configuration(), provider(), Duration.ZERO);
+    target.insertPeer(service.localAddress());
+  }
+
+  @AfterEach
+  void close() {
+    if (service != null) {
+      service.close();
+    }
+    if (target != null) {
+      target.close();
+    }
+    arena.close();
+  }
+
+  protected TransferRequest<Buffer> request(
+      long clientId, Advertisement ad, Direction direction, Buffer buffer) {
+    return TransferRequest.to(clientId, ad, direction, true, buffer);
+  }
+
+  @ParameterizedTest(name = "{0} bytes")
+  @ValueSource(ints = {1, 4096, 1 << 20, 64 << 20})
+  void writesAndReadsLandExactly(int size) throws Exception {
+    MemorySegment remote = arena.allocate(size, 4096);
+    MemorySegment local = arena.allocate(size, 4096);
+    Patterns.fill(local, size);
+    int expected = Checksums.crc32c(local);
+    ExposedRegion region = target.expose(remote, true, true);
+    Advertisement ad = region.advertisement();
+
+    assertTrue(service.submit(request(1, ad, Direction.TO_PEER, new Buffer(1, local))));
+    Completion<Buffer> written = completions.take();
+    assertEquals(size, written.outcome().done().bytes());
+    assertEquals(expected, written.outcome().done().checksum().orElseThrow());
+    assertEquals(expected, Checksums.crc32c(remote), "the target's bytes");
+
+    local.fill((byte) 0);
+    assertTrue(service.submit(request(1, ad, Direction.fromPeer(size), new Buffer(2, local))));
+    Completion<Buffer> read = completions.take();
+    assertEquals(expected, read.outcome().done().checksum().orElseThrow());
+    assertEquals(expected, Checksums.crc32c(local), "the bytes read back");
+    assertEquals(0, service.outstanding());
+  }
+
+  @Test
+  void tenThousandTransfersThroughAWindowOf64() throws Exception {
+    int size = 4096;
+    int slots = 64;
+    int total = 10_000;
+    MemorySegment remote = arena.allocate((long) size * slots, 4096);
+    MemorySegment local = arena.allocate((long) size * slots, 4096);
+    Patterns.fill(local, 7);
+    Advertisement ad = target.expose(remote, true, true).advertisement();
+    long submitted = 0;
+    long done = 0;
+    AtomicInteger failures = new AtomicInteger();
+    while (done < total) {
+      while (submitted < total && submitted - done < slots) {
+        int slot = (int) (submitted % slots);
+        Advertisement at =
+            new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + (long) slot * size);
+        MemorySegment piece = local.asSlice((long) slot * size, size);
+        assertTrue(
+            service.submit(
+                TransferRequest.to(3, at, Direction.TO_PEER, false, new Buffer(slot, piece))));
+        submitted++;
+      }
+      Completion<Buffer> completion = completions.take();
+      if (!completion.outcome().isDone()) {
+        failures.incrementAndGet();
+      }
+      done++;
+    }
+    assertEquals(0, failures.get());
+    assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
+    assertEquals(0, service.outstanding());
+  }
+
+  @Test
+  void bothDirectionsAtOnceFromSeveralClients() throws Exception {
+    int clients = 4;
+    int perClient = 200;
+    int size = 16 * 1024;
+    List<Thread> threads = new ArrayList<>();
+    MemorySegment[] remotes = new MemorySegment[clients];
+    Advertisement[] ads = new Advertisement[clients];
+    for (int c = 0; c < clients; c++) {
+      remotes[c] = arena.allocate(2L * size, 4096);
+      Patterns.fill(remotes[c].asSlice(size, size), 100 + c);
+      ads[c] = target.expose(remotes[c], true, true).advertisement();
+    }
+    CountDownLatch start = new CountDownLatch(1);
+    for (int c = 0; c < clients; c++) {
+      int client = c;
+      MemorySegment writes = arena.allocate(size, 4096);
+      Patterns.fill(writes, client);
+      threads.add(
+          Thread.ofPlatform()
+              .start(
+                  () -> {
+                    try {
+                      start.await();
+                    } catch (InterruptedException e) {
+                      return;
+                    }
+                    Advertisement readAt =
+                        new Advertisement(
+                            ads[client].address(),
+                            ads[client].remoteKey(),
+                            ads[client].remoteAddress() + size);
+                    for (int i = 0; i < perClient; i++) {
+                      service.submit(
+                          request(client, ads[client], Direction.TO_PEER, new Buffer(client, writes)));
+                      MemorySegment landing = arena.allocate(size, 64);
+                      service.submit(
+                          request(client, readAt, Direction.fromPeer(size), new Buffer(-1 - client, landing)));
+                    }
+                  }));
+    }
+    start.countDown();
+    for (Thread thread : threads) {
+      thread.join();
+    }
+    int[] readChecksums = new int[clients];
+    for (int c = 0; c < clients; c++) {
+      readChecksums[c] = Checksums.crc32c(remotes[c].asSlice(size, size));
+    }
+    for (Completion<Buffer> completion : completions.take(clients * perClient * 2)) {
+      int id = completion.context().id();
+      int checksum = completion.outcome().done().checksum().orElseThrow();
+      if (id >= 0) {
+        assertEquals(Checksums.crc32c(completion.context().segment()), checksum);
+      } else {
+        assertEquals(readChecksums[-1 - id], checksum, "a read landed other bytes");
+      }
+    }
+    for (int c = 0; c < clients; c++) {
+      MemorySegment expected = arena.allocate(size);
+      Patterns.fill(expected, c);
+      assertEquals(Checksums.crc32c(expected), Checksums.crc32c(remotes[c].asSlice(0, size)));
+    }
+    assertEquals(0, service.outstanding());
+  }
+
+  @Test
+  void removingAPeerWithTransfersOutstandingWaitsForThem() throws Exception {
+    MemorySegment remote = arena.allocate(1 << 20, 4096);
+    MemorySegment local = arena.allocate(1 << 20, 4096);
+    Patterns.fill(local, 5);
+    Advertisement ad = target.expose(remote, true, true).advertisement();
+    service.addPeer(9, ad.address());
+    for (int i = 0; i < 16; i++) {
+      assertTrue(service.submit(request(9, ad, Direction.TO_PEER, new Buffer(i, local))));
+    }
+    service.removePeer(9);
+    for (Completion<Buffer> completion : completions.take(16)) {
+      assertTrue(completion.outcome().isDone(), () -> completion.outcome().error().getMessage());
+    }
+    // The client can come back: its peer is inserted again on its next transfer.
+    assertTrue(service.submit(request(9, ad, Direction.TO_PEER, new Buffer(99, local))));
+    assertTrue(completions.take().outcome().isDone());
+    assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
+  }
+
+  @Test
+  void aTransferToADeadPeerFailsAtTheProgressDeadline() throws Exception {
+    byte[] dead = deadPeerAddress();
+    assumeTrue(dead != null, "this provider has no unreachable address to test with");
+    service.close();
+    service =
+        FabricService.<Buffer>builder(
+                configuration().toBuilder().progressDeadline(Duration.ofMillis(50)).build())
+            .completer(completions)
+            .start();
+    MemorySegment local = arena.allocate(64);
+    local.fill((byte) 0xab);
+    long started = System.nanoTime();
+    assertTrue(
+        service.submit(
+            TransferRequest.to(
+                1, new Advertisement(dead, 1, 0), Direction.TO_PEER, false, new Buffer(0, local))));
+    Completion<Buffer> completion = completions.take();
+    assertFalse(completion.outcome().isDone());
+    assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(30));
+    // tcp;ofi_rxm answers -FI_EAGAIN for ever, so the deadline fails it; other providers may
+    // refuse the post or fail the completion first. Either way it fails, and promptly.
+    DmaException error = completion.outcome().error();
+    assertNotNull(error.getMessage());
+    deadPeerFailure(error);
+    // The service keeps serving.
+    MemorySegment remote = arena.allocate(64);
+    Advertisement ad = target.expose(remote, true, true).advertisement();
+    assertTrue(service.submit(request(2, ad, Direction.TO_PEER, new Buffer(1, local))));
+    assertTrue(completions.take().outcome().isDone());
+    assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
+  }
+
+  @Test
+  void aTargetThatClosesMidStreamFailsOnlyItsOwnTransfers() throws Exception {
+    PassiveTarget doomed = PassiveTarget.start(configuration(), provider(), Duration.ZERO);
+    doomed.insertPeer(service.localAddress());
+    MemorySegment doomedMemory = arena.allocate(1 << 20, 4096);
+    Advertisement doomedAd = doomed.expose(doomedMemory, true, true).advertisement();
+    MemorySegment local = arena.allocate(1 << 20, 4096);
+    Patterns.fill(local, 3);
+    for (int i = 0; i < 32; i++) {
+      assertTrue(service.submit(request(20, doomedAd, Direction.TO_PEER, new Buffer(i, local))));
+    }
+    doomed.close();
+    // Every one of them completes, one way or the other: nothing hangs, nothing is lost.
+    List<Completion<Buffer>> doomedCompletions = completions.take(32);
+    assertEquals(32, doomedCompletions.size());
+    // And the service still serves everyone else.
+    MemorySegment remote = arena.allocate(1 << 20, 4096);
+    Advertisement ad = target.expose(remote, true, true).advertisement();
+    assertTrue(service.submit(request(21, ad, Direction.TO_PEER, new Buffer(100, local))));
+    Completion<Buffer> fine = completions.take();
+    assertTrue(fine.outcome().isDone(), () -> fine.outcome().error().getMessage());
+    assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
+    assertEquals(0, service.outstanding());
+  }
+
+  /** Each bad request fails, and a good transfer to a fresh target afterwards still succeeds. */
+  private void failsAloneThenServiceServes(
+      boolean remoteWrite, long keyDelta, long addressDelta, long length) throws Exception {
+    PassiveTarget victim = PassiveTarget.start(configuration(), provider(), Duration.ZERO);
+    try {
+      victim.insertPeer(service.localAddress());
+      MemorySegment exposed = arena.allocate(4096, 4096);
+      Advertisement ad = victim.expose(exposed, true, remoteWrite).advertisement();
+      Advertisement bad =
+          new Advertisement(ad.address(), ad.remoteKey() + keyDelta, ad.remoteAddress() + addressDelta);
+      MemorySegment local = arena.allocate(length);
+      local.fill((byte) 0x5a);
+      assertTrue(service.submit(request(30, bad, Direction.TO_PEER, new Buffer(1, local))));
+      Completion<Buffer> failed = completions.take();
+      assertFalse(failed.outcome().isDone(), "a bad RMA completed successfully");
+      assertEquals(DmaException.Kind.TRANSFER, failed.outcome().error().kind());
+      assertEquals(
+          Checksums.crc32c(new byte[4096]), Checksums.crc32c(exposed), "the refused write landed");
+    } finally {
+      victim.close();
+    }
+    MemorySegment remote = arena.allocate(4096, 4096);
+    Advertisement good = target.expose(remote, true, true).advertisement();
+    MemorySegment local = arena.allocate(4096);
+    Patterns.fill(local, 11);
+    assertTrue(service.submit(request(31, good, Direction.TO_PEER, new Buffer(2, local))));
+    Completion<Buffer> fine = completions.take();
+    assertTrue(fine.outcome().isDone(), () -> fine.outcome().error().getMessage());
+    assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
+  }
+
+  @Test
+  void aWrongRemoteKeyFailsThatTransferOnly() throws Exception {
+    failsAloneThenServiceServes(true, 12345, 0, 64);
+  }
+
+  @Test
+  void anOutOfBoundsRemoteRangeFailsThatTransferOnly() throws Exception {
+    failsAloneThenServiceServes(true, 0, 4000, 1024);
+  }
+
+  @Test
+  void aRegionExposedWithoutWriteAccessRefusesWrites() throws Exception {
+    failsAloneThenServiceServes(false, 0, 0, 64);
+  }
+
+  @Test
+  void garbageAndTruncatedAddressesFailAddPeer() {
+    byte[] own = service.localAddress();
+    byte[] truncated = java.util.Arrays.copyOf(own, own.length - 1);
+    byte[] longer = java.util.Arrays.copyOf(own, own.length + 5);
+    byte[] garbage = new byte[own.length];
+    java.util.Arrays.fill(garbage, (byte) 0xee);
+    for (byte[] bad : List.of(new byte[] {1}, truncated, longer, garbage)) {
+      DmaException error = assertThrows(DmaException.class, () -> service.addPeer(40, bad));
+      assertEquals(DmaException.Kind.FABRIC, error.kind());
+      assertNotNull(error.getMessage());
+    }
+    // The service is unharmed.
+    service.addPeer(41, target.localAddress());
+    service.addPeer(41, target.localAddress());
+    service.removePeer(41);
+  }
+}

@@ -1,0 +1,172 @@
+package dev.dma.fake.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.Checksums;
+import dev.dma.api.Completion;
+import dev.dma.api.Direction;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricService;
+import dev.dma.fake.FakeEndpoint;
+import dev.dma.fake.FakeFabric;
+import dev.dma.fake.FakeScript;
+import dev.dma.fake.OpMatcher;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every submitted transfer gets exactly one completion, whatever fails: four submitting threads, a
+ * million transfers, and a script injecting completion errors, {@code -FI_EAGAIN} storms, held and
+ * reordered completions and failed completion-queue reads, all from fixed seeds.
+ */
+class ExactlyOnceStressTest {
+  private static final int THREADS = 4;
+  private static final int PER_THREAD = 250_000;
+  private static final int TOTAL = THREADS * PER_THREAD;
+  private static final int SLICE = 64;
+  private static final int SLICES = 1024;
+
+  @Test
+  void aMillionTransfersUnderFaultsCompleteExactlyOnce() throws Exception {
+    AtomicIntegerArray seen = new AtomicIntegerArray(TOTAL);
+    AtomicInteger duplicates = new AtomicInteger();
+    AtomicInteger failures = new AtomicInteger();
+    AtomicInteger badChecksums = new AtomicInteger();
+    AtomicLong completed = new AtomicLong();
+    Semaphore[] windows = new Semaphore[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+      windows[t] = new Semaphore(512);
+    }
+    try (FakeFabric fabric = FakeFabric.create("exactly-once");
+        Arena arena = Arena.ofShared()) {
+      FakeEndpoint target = fabric.openEndpoint();
+      MemorySegment remote = arena.allocate((long) SLICE * SLICES);
+      Advertisement ad = target.expose(remote, true, true).advertisement();
+      MemorySegment sources = arena.allocate((long) SLICE * SLICES);
+      for (long i = 0; i < sources.byteSize(); i++) {
+        sources.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
+      }
+      int[] sourceCrc = new int[SLICES];
+      for (int s = 0; s < SLICES; s++) {
+        sourceCrc[s] = Checksums.crc32c(sources.asSlice((long) s * SLICE, SLICE));
+      }
+
+      AtomicLong againCalls = new AtomicLong();
+      FakeScript script = fabric.script();
+      script
+          .failOp(op -> op.index() % 101 == 7, 5, -5, "injected fault")
+          .againWhile(() -> againCalls.incrementAndGet() % 37 == 0)
+          .holdCompletions(op -> op.index() % 53 == 0)
+          .completionOrder(FakeScript.CompletionOrder.NEWEST_FIRST);
+
+      DmaConfiguration configuration =
+          DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
+      try (FabricService<Buffer> service =
+          FabricService.<Buffer>builder(configuration)
+              .completer(
+                  batch -> {
+                    for (Completion<Buffer> completion : batch) {
+                      int id = (int) completion.context().id;
+                      if (seen.getAndIncrement(id) != 0) {
+                        duplicates.incrementAndGet();
+                      }
+                      if (completion.outcome().isDone()) {
+                        var done = completion.outcome().done();
+                        if (done.checksummed()
+                            && done.crc32c() != sourceCrc[id % SLICES]
+                            && done.crc32c() != Checksums.crc32c(completion.context().segment)) {
+                          badChecksums.incrementAndGet();
+                        }
+                      } else {
+                        failures.incrementAndGet();
+                      }
+                      windows[id / PER_THREAD].release();
+                      completed.incrementAndGet();
+                    }
+                  })
+              .start()) {
+        // Held completions and failed CQ reads come from a side thread, at random moments.
+        Thread chaos =
+            Thread.ofPlatform()
+                .start(
+                    () -> {
+                      SplittableRandom random = new SplittableRandom(1);
+                      while (completed.get() < TOTAL) {
+                        script.releaseCompletions();
+                        if (random.nextInt(4) == 0) {
+                          script.failNextCqRead(random.nextInt(5), 5);
+                        }
+                        try {
+                          Thread.sleep(1);
+                        } catch (InterruptedException e) {
+                          return;
+                        }
+                      }
+                    });
+        List<Thread> submitters = new ArrayList<>();
+        for (int t = 0; t < THREADS; t++) {
+          int thread = t;
+          submitters.add(
+              Thread.ofPlatform()
+                  .start(
+                      () -> {
+                        for (int i = 0; i < PER_THREAD; i++) {
+                          int id = thread * PER_THREAD + i;
+                          int slice = id % SLICES;
+                          windows[thread].acquireUninterruptibly();
+                          MemorySegment local = sources.asSlice((long) slice * SLICE, SLICE);
+                          Advertisement at =
+                              new Advertisement(
+                                  ad.address(), ad.remoteKey(), ad.remoteAddress() + (long) slice * SLICE);
+                          boolean read = i % 4 == 3;
+                          // Reads land in a private buffer so writes keep the sources intact.
+                          Buffer buffer =
+                              read ? new Buffer(id, arena.allocate(SLICE)) : new Buffer(id, local);
+                          TransferRequest<Buffer> request =
+                              TransferRequest.to(
+                                  thread,
+                                  at,
+                                  read ? Direction.fromPeer(SLICE) : Direction.TO_PEER,
+                                  i % 16 == 0,
+                                  buffer);
+                          assertTrue(service.submit(request));
+                        }
+                      }));
+        }
+        for (Thread submitter : submitters) {
+          submitter.join();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (completed.get() < TOTAL && System.nanoTime() < deadline) {
+          Thread.sleep(5);
+        }
+        chaos.join();
+        assertEquals(TOTAL, completed.get(), "completions");
+        assertEquals(0, service.outstanding());
+      }
+      assertEquals(0, duplicates.get(), "duplicate completions");
+      for (int id = 0; id < TOTAL; id++) {
+        if (seen.get(id) != 1) {
+          throw new AssertionError("transfer " + id + " completed " + seen.get(id) + " times");
+        }
+      }
+      assertEquals(0, badChecksums.get(), "wrong checksums");
+      assertTrue(failures.get() > 0, "the script injected no failure");
+      assertTrue(fabric.counters().againAnswers() > 0, "the script injected no EAGAIN");
+      assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
+      target.close();
+    }
+  }
+}

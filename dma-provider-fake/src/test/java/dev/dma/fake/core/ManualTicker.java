@@ -1,0 +1,19 @@
+package dev.dma.fake.core;
+
+import com.google.common.base.Ticker;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** A clock the test steps by hand, so the progress deadline passes exactly when the test says. */
+final class ManualTicker extends Ticker {
+  private final AtomicLong nanos = new AtomicLong();
+
+  @Override
+  public long read() {
+    return nanos.get();
+  }
+
+  void advance(Duration duration) {
+    nanos.addAndGet(duration.toNanos());
+  }
+}
