@@ -439,7 +439,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         error = setupFailure;
       }
       // The post failed outright: the op finishes here and is never reaped.
-      finish(op, Outcome.failed(error));
+      failUnposted(op, error);
     }
     return posted;
   }
@@ -555,21 +555,25 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       accountFinished(op);
       crcBatch.add(new Checksummed<>(context, operand, length, error, wire, telemetry));
     } else {
-      finish(op, error == null ? TransferDone.of(op.lengthBytes) : Outcome.failed(error));
+      complete(op, error == null ? TransferDone.of(op.lengthBytes) : Outcome.failed(error));
     }
   }
 
-  /** Completes an op inline with an outcome and accounts it. */
-  private void finish(Op<T> op, Outcome outcome) {
-    if (!outcome.isDone()) {
-      // Failed before it reached the wire (post refused, deadline, set-up); reaped failures are
-      // counted in recordReaped.
-      countFailure(outcome.error());
-      if (telemetry.metrics) {
-        boolean read = op.request.direction() instanceof dev.dma.api.Direction.FromPeer;
-        telemetry.transfers.add(1, read ? telemetry.readFailed : telemetry.writeFailed);
-      }
+  /**
+   * Fails an op that never reached the wire (post refused, deadline, set-up step) and accounts it.
+   * Reaped ops are counted in recordReaped instead.
+   */
+  private void failUnposted(Op<T> op, DmaException error) {
+    countFailure(error);
+    if (telemetry.metrics) {
+      boolean read = op.request.direction() instanceof dev.dma.api.Direction.FromPeer;
+      telemetry.transfers.add(1, read ? telemetry.readFailed : telemetry.writeFailed);
     }
+    complete(op, Outcome.failed(error));
+  }
+
+  /** Completes an op inline with an outcome and accounts it. */
+  private void complete(Op<T> op, Outcome outcome) {
     T context = op.request.context();
     accountFinished(op);
     completions.add(new Completion<>(context, outcome));

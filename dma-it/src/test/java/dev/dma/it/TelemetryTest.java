@@ -1,0 +1,215 @@
+package dev.dma.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.CacheableSpan;
+import dev.dma.api.Completion;
+import dev.dma.api.Direction;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.Operands;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricService;
+import dev.dma.fake.FakeEndpoint;
+import dev.dma.fake.FakeFabric;
+import dev.dma.fake.OpMatcher;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.context.Scope;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.metrics.SdkMeterProvider;
+import io.opentelemetry.sdk.metrics.data.LongPointData;
+import io.opentelemetry.sdk.metrics.data.MetricData;
+import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Spans and metrics as an operator sees them, asserted with the SDK's in-memory exporter and
+ * reader: the span tree of one transfer, and metric values after a scripted run with known counts.
+ */
+class TelemetryTest {
+  private final InMemorySpanExporter spans = InMemorySpanExporter.create();
+  private final InMemoryMetricReader metrics = InMemoryMetricReader.create();
+  private OpenTelemetrySdk sdk;
+  private Arena arena;
+
+  @BeforeEach
+  void installSdk() {
+    sdk =
+        OpenTelemetrySdk.builder()
+            .setTracerProvider(
+                SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(spans)).build())
+            .setMeterProvider(SdkMeterProvider.builder().registerMetricReader(metrics).build())
+            .build();
+    arena = Arena.ofShared();
+  }
+
+  @AfterEach
+  void closeSdk() {
+    sdk.close();
+    arena.close();
+  }
+
+  /** A context whose operand asks for one cached registration around it. */
+  private record Spanned(MemorySegment segment) implements Operands {
+    @Override
+    public MemorySegment source() {
+      return segment;
+    }
+
+    @Override
+    public Optional<CacheableSpan> cacheableSpan() {
+      return Optional.of(CacheableSpan.of(segment));
+    }
+  }
+
+  private static SpanData named(List<SpanData> all, String name) {
+    return all.stream()
+        .filter(span -> span.getName().equals(name))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no span " + name + " in " + all));
+  }
+
+  @Test
+  void oneTransfersSpanTreeOnTheFake() throws Exception {
+    try (FakeFabric fabric = FakeFabric.create("telemetry-spans")) {
+      fabric.script().requireLocalRegistration(true);
+      FakeEndpoint target = fabric.openEndpoint();
+      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Collector<Spanned> completions = new Collector<>();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
+      try (FabricService<Spanned> service =
+          FabricService.<Spanned>builder(configuration)
+              .completer(completions)
+              .openTelemetry(sdk)
+              .start()) {
+        Span request = sdk.getTracer("test").spanBuilder("dma.get").startSpan();
+        Scope scope = request.makeCurrent();
+        try {
+          MemorySegment local = arena.allocate(1000);
+          assertTrue(
+              service.submit(TransferRequest.to(77, ad, Direction.TO_PEER, true, new Spanned(local))));
+        } finally {
+          scope.close();
+        }
+        assertTrue(completions.take().outcome().isDone());
+        request.end();
+      }
+      target.close();
+    }
+    List<SpanData> all = spans.getFinishedSpanItems();
+    SpanData get = named(all, "dma.get");
+    SpanData wire = named(all, "dma.wire");
+    SpanData await = named(all, "dma.await_completion");
+    SpanData checksum = named(all, "dma.checksum");
+    SpanData register = named(all, "dma.region_register");
+    assertEquals(get.getSpanId(), wire.getParentSpanId());
+    assertEquals(get.getTraceId(), wire.getTraceId());
+    assertEquals(wire.getSpanId(), await.getParentSpanId());
+    assertEquals(wire.getSpanId(), checksum.getParentSpanId());
+    assertFalse(register.getParentSpanContext().isValid(), "region_register is a root span");
+    assertEquals("write", wire.getAttributes().get(AttributeKey.stringKey("dma.direction")));
+    assertEquals(1000L, wire.getAttributes().get(AttributeKey.longKey("dma.length")));
+    assertEquals(77L, wire.getAttributes().get(AttributeKey.longKey("dma.client_id")));
+    assertEquals("fake", wire.getAttributes().get(AttributeKey.stringKey("dma.provider")));
+    assertEquals(1000L, checksum.getAttributes().get(AttributeKey.longKey("dma.length")));
+    assertEquals(StatusCode.UNSET, wire.getStatus().getStatusCode());
+    assertTrue(all.stream().noneMatch(span -> span.getName().equals("dma.worker_pass")));
+  }
+
+  private static long sum(Collection<MetricData> all, String name, Attributes match) {
+    return all.stream()
+        .filter(metric -> metric.getName().equals(name))
+        .flatMap(metric -> metric.getLongSumData().getPoints().stream())
+        .filter(point -> matches(point, match))
+        .mapToLong(LongPointData::getValue)
+        .sum();
+  }
+
+  private static boolean matches(LongPointData point, Attributes match) {
+    return match.asMap().entrySet().stream()
+        .allMatch(entry -> entry.getValue().equals(point.getAttributes().get(entry.getKey())));
+  }
+
+  @Test
+  void metricsCountAScriptedRunExactly() throws Exception {
+    try (FakeFabric fabric = FakeFabric.create("telemetry-metrics")) {
+      FakeEndpoint target = fabric.openEndpoint();
+      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Collector<Buffer> completions = new Collector<>();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder()
+              .providers("fake")
+              .interfaces(List.of(fabric.name()))
+              .progressDeadline(Duration.ofSeconds(30))
+              .build();
+      fabric.script().againTimes(3).failOp(OpMatcher.nth(2).or(OpMatcher.nth(4)), 125, 107, "canceled");
+      try (FabricService<Buffer> service =
+          FabricService.<Buffer>builder(configuration)
+              .completer(completions)
+              .openTelemetry(sdk)
+              .start()) {
+        for (int i = 0; i < 7; i++) {
+          MemorySegment local = arena.allocate(100);
+          assertTrue(service.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(i, local))));
+          Completion<Buffer> completion = completions.take();
+          assertNotNull(completion);
+        }
+        MemorySegment landing = arena.allocate(50);
+        assertTrue(
+            service.submit(TransferRequest.to(1, ad, Direction.fromPeer(50), false, new Buffer(9, landing))));
+        assertTrue(completions.take().outcome().isDone());
+        Collection<MetricData> all = metrics.collectAllMetrics();
+        Attributes writeDone =
+            Attributes.of(AttributeKey.stringKey("dma.direction"), "write", AttributeKey.stringKey("dma.outcome"), "done");
+        Attributes writeFailed =
+            Attributes.of(AttributeKey.stringKey("dma.direction"), "write", AttributeKey.stringKey("dma.outcome"), "failed");
+        Attributes readDone =
+            Attributes.of(AttributeKey.stringKey("dma.direction"), "read", AttributeKey.stringKey("dma.outcome"), "done");
+        assertEquals(5, sum(all, "dma.transfers", writeDone));
+        assertEquals(2, sum(all, "dma.transfers", writeFailed));
+        assertEquals(1, sum(all, "dma.transfers", readDone));
+        assertEquals(500, sum(all, "dma.bytes", writeDone));
+        assertEquals(50, sum(all, "dma.bytes", readDone));
+        assertEquals(2, sum(all, "dma.errors", Attributes.of(AttributeKey.stringKey("dma.error.kind"), "transfer")));
+        assertEquals(3, sum(all, "dma.eagain_stalls", Attributes.empty()));
+        assertEquals(0, sum(all, "dma.progress_deadline_failures", Attributes.empty()));
+        long latencyCount =
+            all.stream()
+                .filter(metric -> metric.getName().equals("dma.transfer.duration"))
+                .flatMap(metric -> metric.getHistogramData().getPoints().stream())
+                .mapToLong(point -> point.getCount())
+                .sum();
+        assertEquals(8, latencyCount);
+        assertTrue(all.stream().anyMatch(metric -> metric.getName().equals("dma.in_flight")));
+        assertTrue(all.stream().anyMatch(metric -> metric.getName().equals("dma.peers")));
+      }
+      target.close();
+    }
+    SpanData failed =
+        spans.getFinishedSpanItems().stream()
+            .filter(span -> span.getName().equals("dma.wire") && span.getStatus().getStatusCode() == StatusCode.ERROR)
+            .findFirst()
+            .orElseThrow();
+    assertEquals(125L, failed.getAttributes().get(AttributeKey.longKey("dma.fabric_errno")));
+    assertEquals(107L, failed.getAttributes().get(AttributeKey.longKey("dma.provider_errno")));
+  }
+}
