@@ -1,0 +1,51 @@
+package demo;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.Checksums;
+import dev.dma.api.Completion;
+import dev.dma.api.Direction;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.Operands;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricProviders;
+import dev.dma.core.FabricService;
+import dev.dma.core.PassiveTarget;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/** Writes 64 KiB over tcp and reads it back; exits non-zero unless the checksums match. */
+public final class Main {
+  private Main() {}
+
+  public static void main(String[] args) throws Exception {
+    System.out.println("providers on the module path: " + FabricProviders.installed().stream().map(p -> p.name()).toList());
+    DmaConfiguration configuration =
+        DmaConfiguration.builder().providers("tcp").bind("127.0.0.1").build();
+    LinkedBlockingQueue<Completion<Operands>> done = new LinkedBlockingQueue<>();
+    try (Arena arena = Arena.ofShared();
+        PassiveTarget client = PassiveTarget.start(configuration);
+        FabricService<Operands> server = FabricService.start(configuration, done::addAll)) {
+      MemorySegment clientBuffer = arena.allocate(65536);
+      Advertisement ad = client.expose(clientBuffer, true, true).advertisement();
+      MemorySegment value = arena.allocate(65536);
+      value.fill((byte) 0x3c);
+      server.submit(TransferRequest.to(1, ad, Direction.TO_PEER, true, Operands.of(value)));
+      Completion<Operands> written = done.poll(30, TimeUnit.SECONDS);
+      MemorySegment back = arena.allocate(65536);
+      server.submit(TransferRequest.to(1, ad, Direction.fromPeer(65536), true, Operands.of(back)));
+      Completion<Operands> read = done.poll(30, TimeUnit.SECONDS);
+      int expected = Checksums.crc32c(value);
+      if (written == null
+          || read == null
+          || written.outcome().done().crc32c() != expected
+          || Checksums.crc32c(clientBuffer) != expected
+          || Checksums.crc32c(back) != expected) {
+        System.out.println("JPMS FAILED");
+        System.exit(1);
+      }
+      System.out.println("JPMS OK " + Integer.toHexString(expected));
+    }
+  }
+}
