@@ -34,6 +34,7 @@ public final class AdvertisementException extends IllegalArgumentException {
     }
   }
 
+  /** What was wrong. */
   private final Reason reason;
 
   /**

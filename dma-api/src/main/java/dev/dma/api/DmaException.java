@@ -31,8 +31,13 @@ public final class DmaException extends RuntimeException {
   /** The value of {@link #fabricErrno()} and {@link #providerErrno()} when not known. */
   public static final int UNKNOWN_ERRNO = 0;
 
+  /** What failed. */
   private final Kind kind;
+
+  /** libfabric's error number, or {@link #UNKNOWN_ERRNO}. */
   private final int fabricErrno;
+
+  /** The provider's error number, or {@link #UNKNOWN_ERRNO}. */
   private final int providerErrno;
 
   /**
