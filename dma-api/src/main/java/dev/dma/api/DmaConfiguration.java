@@ -27,8 +27,10 @@ import java.util.regex.Pattern;
  * <table>
  *   <caption>Configuration keys</caption>
  *   <tr><th>key</th><th>default</th><th>meaning</th></tr>
- *   <tr><td>{@code providers}</td><td>{@code tcp}</td><td>comma-separated preference order; only
- *       the first is used, there is no fallback</td></tr>
+ *   <tr><td>{@code providers}</td><td>(none)</td><td>comma-separated provider names; only the
+ *       first is used, there is no fallback to the second. None named: the highest-priority
+ *       provider on the class path that is available here (the fake only when it is the only one
+ *       installed)</td></tr>
  *   <tr><td>{@code interfaces}</td><td>(none)</td><td>comma-separated domain names; the endpoint
  *       pins to the first, or takes the provider's first domain</td></tr>
  *   <tr><td>{@code bind}</td><td>(none)</td><td>source node for {@code fi_getinfo} (for example
@@ -65,7 +67,11 @@ public record DmaConfiguration(
     Duration progressDeadline,
     long maxPinnedBytes) {
 
-  /** The provider used when none is named. */
+  /**
+   * The provider the original crate used when none was named. Here naming none selects the
+   * highest-priority available provider instead, which is {@code tcp} wherever it is the only real
+   * provider installed.
+   */
   public static final String DEFAULT_PROVIDER = "tcp";
 
   /** The default in-flight cap: a few tens saturate a NIC at large payloads. */
@@ -107,9 +113,6 @@ public record DmaConfiguration(
    */
   public DmaConfiguration {
     providers = names(providers, "providers");
-    if (providers.isEmpty()) {
-      providers = List.of(DEFAULT_PROVIDER);
-    }
     interfaces = names(interfaces, "interfaces");
     if (bind == null) {
       bind = Optional.empty();
@@ -172,10 +175,20 @@ public record DmaConfiguration(
   /**
    * The provider that is used: the first of {@link #providers()}.
    *
-   * @return the provider name
+   * @return the provider name, or the empty string when none is named (the service then selects
+   *     the highest-priority available provider, see {@code FabricProviders.select})
    */
   public String provider() {
-    return providers.getFirst();
+    return providers.isEmpty() ? "" : providers.getFirst();
+  }
+
+  /**
+   * Whether a provider is named, rather than selected by priority.
+   *
+   * @return whether {@link #providers()} is non-empty
+   */
+  public boolean namesProvider() {
+    return !providers.isEmpty();
   }
 
   /**
@@ -341,7 +354,7 @@ public record DmaConfiguration(
 
   /** Builds a {@link DmaConfiguration}; not thread-safe. */
   public static final class Builder {
-    private List<String> providers = List.of(DEFAULT_PROVIDER);
+    private List<String> providers = List.of();
     private List<String> interfaces = List.of();
     private String bind;
     private int maxInFlight = DEFAULT_MAX_IN_FLIGHT;

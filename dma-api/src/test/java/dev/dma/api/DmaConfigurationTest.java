@@ -31,8 +31,10 @@ class DmaConfigurationTest {
   void emptyGivesTheDefaults() {
     DmaConfiguration config = DmaConfiguration.fromProperties(new Properties());
     assertEquals(DmaConfiguration.defaults(), config);
-    assertEquals(List.of("tcp"), config.providers());
-    assertEquals("tcp", config.provider());
+    // No provider named: the service selects the highest-priority available one.
+    assertEquals(List.of(), config.providers());
+    assertEquals("", config.provider());
+    assertEquals(false, config.namesProvider());
     assertEquals(List.of(), config.interfaces());
     assertEquals(Optional.empty(), config.bind());
     assertEquals(64, config.maxInFlight());
@@ -42,10 +44,10 @@ class DmaConfigurationTest {
   }
 
   @Test
-  void anEmptyProviderListFallsBackToTcp() {
-    assertEquals(List.of("tcp"), DmaConfiguration.builder().providers(List.of()).build().providers());
-    assertEquals(
-        List.of("tcp"), DmaConfiguration.fromProperties(props("providers", "")).providers());
+  void anEmptyProviderListNamesNone() {
+    assertEquals(List.of(), DmaConfiguration.builder().providers(List.of()).build().providers());
+    assertEquals(List.of(), DmaConfiguration.fromProperties(props("providers", "")).providers());
+    assertEquals(true, DmaConfiguration.builder().providers("tcp").build().namesProvider());
   }
 
   @Test

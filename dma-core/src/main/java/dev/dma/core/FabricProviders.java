@@ -12,10 +12,19 @@ import java.util.ServiceLoader;
  * Finds fabric providers on the class path or module path and picks the one a configuration asks
  * for.
  *
- * <p>Selection: the first name in {@link DmaConfiguration#providers()} picks the provider that
- * {@linkplain FabricProvider#accepts accepts} it; an unknown name, or a provider that is not
- * available here, fails naming every provider found and why each is or is not available. Stateless
- * and thread-safe.
+ * <p>Selection:
+ *
+ * <ol>
+ *   <li>A configuration that names providers uses the first name: the provider that {@linkplain
+ *       FabricProvider#accepts accepts} it, which must be available here. There is no fallback to
+ *       the second name.
+ *   <li>A configuration that names none takes the highest-{@linkplain FabricProvider#priority()
+ *       priority} provider that is available here. The fake provider ranks lowest and is taken
+ *       only when it is the only provider installed.
+ * </ol>
+ *
+ * An unknown name, an unavailable provider or an empty choice fails, naming every provider found
+ * and why each is or is not available. Stateless and thread-safe.
  */
 public final class FabricProviders {
   private FabricProviders() {}
@@ -42,7 +51,52 @@ public final class FabricProviders {
    *     or the one that does is unavailable, listing what is installed
    */
   public static FabricProvider select(DmaConfiguration configuration) {
-    return select(configuration.provider(), installed());
+    List<FabricProvider> providers = installed();
+    return configuration.namesProvider()
+        ? select(configuration.provider(), providers)
+        : selectByPriority(providers);
+  }
+
+  /**
+   * The configuration a provider is opened with: the given one when it names a provider, otherwise
+   * the same with the selected provider's name filled in (so a provider family such as {@code
+   * libfabric:<prov>} always sees the name it was chosen by).
+   *
+   * @param configuration the configuration
+   * @param provider the provider {@link #select(DmaConfiguration)} returned for it
+   * @return the configuration to open with
+   */
+  public static DmaConfiguration resolve(DmaConfiguration configuration, FabricProvider provider) {
+    return configuration.namesProvider()
+        ? configuration
+        : configuration.toBuilder().providers(provider.name()).build();
+  }
+
+  /**
+   * The highest-priority available provider among {@code providers}; the lowest-ranked one (the
+   * fake) only when it is the only one.
+   *
+   * @param providers the candidates, highest priority first
+   * @return the provider
+   * @throws DmaException when none is available
+   */
+  public static FabricProvider selectByPriority(List<FabricProvider> providers) {
+    if (providers.size() == 1 && providers.getFirst().availability().available()) {
+      return providers.getFirst();
+    }
+    for (FabricProvider provider : providers) {
+      // A family that needs a name of its own (libfabric:<prov>) cannot be chosen without one, and
+      // the lowest rank (the fake) is never chosen over real providers that are installed.
+      if (provider.priority() != Integer.MIN_VALUE
+          && provider.accepts(provider.name())
+          && provider.availability().available()) {
+        return provider;
+      }
+    }
+    throw DmaException.fabric(
+        "no provider is named in the configuration and none installed is available; name one in"
+            + " \"providers\" or install one (for example dma-provider-tcp with libfabric)"
+            + describe(providers));
   }
 
   /**

@@ -397,6 +397,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
         throw new NullPointerException("completer");
       }
       FabricProvider chosen = provider != null ? provider : FabricProviders.select(configuration);
+      DmaConfiguration resolved = FabricProviders.resolve(configuration, chosen);
       ChecksumPool ownedPool = pool == null ? new ChecksumPool(configuration.crcPoolThreads()) : null;
       ChecksumPool checksumPool = pool != null ? pool : ownedPool;
       WorkerChannel channel = new WorkerChannel(CHANNEL_CAPACITY);
@@ -404,7 +405,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       Reply<Ready> ready = new Reply<>();
       Thread thread =
           new Thread(
-              () -> runWorker(chosen, channel, outstanding, checksumPool, ready),
+              () -> runWorker(chosen, resolved, channel, outstanding, checksumPool, ready),
               String.format("fabric-%02d", WORKER_NUMBERS.getAndIncrement()));
       thread.setDaemon(true);
       try {
@@ -432,6 +433,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
 
     private void runWorker(
         FabricProvider chosen,
+        DmaConfiguration configuration,
         WorkerChannel channel,
         AtomicLong outstanding,
         ChecksumPool checksumPool,

@@ -71,7 +71,8 @@ public final class PassiveTarget implements AutoCloseable {
    */
   public static PassiveTarget start(
       DmaConfiguration configuration, FabricProvider provider, Duration idle) {
-    PassiveTarget target = new PassiveTarget(provider, configuration, idle);
+    PassiveTarget target =
+        new PassiveTarget(provider, FabricProviders.resolve(configuration, provider), idle);
     target.thread.start();
     FabricEndpoint endpoint = target.opened.await("passive target exited before opening");
     target.address = endpoint.localAddress();
