@@ -75,7 +75,11 @@ abstract class ConformanceSuite {
       target.close();
     }
     arena.close();
+    afterClose();
   }
+
+  /** Releases what the subclass opened, after the service and target are closed. */
+  protected void afterClose() {}
 
   protected TransferRequest<Buffer> request(
       long clientId, Advertisement ad, Direction direction, Buffer buffer) {

@@ -5,7 +5,6 @@ import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 
 /** The conformance suite on the fake provider: what users' unit tests rely on. */
 class FakeConformanceTest extends ConformanceSuite {
@@ -29,8 +28,9 @@ class FakeConformanceTest extends ConformanceSuite {
     return address;
   }
 
-  @AfterEach
-  void closeFabric() {
+  @Override
+  protected void afterClose() {
+    // After the service: closing the fabric first would close the worker's endpoint under it.
     if (fabric != null) {
       fabric.close();
     }

@@ -1,0 +1,1288 @@
+package dev.dma.fake;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.DmaException;
+import dev.dma.spi.CompletionSink;
+import dev.dma.spi.EndpointInfo;
+import dev.dma.spi.ExposedRegion;
+import dev.dma.spi.FabricEndpoint;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * One endpoint of a {@link FakeFabric}: a {@link FabricEndpoint} whose RMA copies real bytes
+ * between native memory in this JVM, under the fabric's {@link FakeScript}.
+ *
+ * <h2>Threads and ownership</h2>
+ *
+ * As the SPI says, one thread owns an endpoint (the fabric worker, or a test driving it) and closes
+ * it; any thread may {@link #deregister(long)}. Beyond the SPI, the fake is thread-safe throughout:
+ * every method takes the fabric's lock, so a test thread may also read {@link #counters()}, {@link
+ * #inFlight()} or {@link #heldCompletions()} while the owner posts, and another endpoint's owner (a
+ * passive target) may {@link #progress()} or close concurrently. {@link #reap} calls the sink
+ * outside the lock.
+ *
+ * <h2>What a post does</h2>
+ *
+ * <ol>
+ *   <li><b>Validation</b>, where every failure is a <em>violation</em> of the SPI contract: the
+ *       post returns {@code -FI_EINVAL} (-22) and {@link FakeCounters#violations()} counts it with
+ *       a description ({@link FakeCounters#lastViolation()}), so a test asserts there were none.
+ *       Violations: endpoint closed; {@link #openSlots} not called; slot out of range; slot still
+ *       posted (not yet reaped); negative length or a null local address; a peer handle never
+ *       inserted or already removed; and when {@link FakeScript#requireLocalRegistration local
+ *       registration is required}, a descriptor that is 0, not from {@link #descriptor}, of a
+ *       deregistered registration, of another endpoint, or not covering the local bytes.
+ *   <li><b>Scripted refusals</b>: {@link FakeScript#failPostsTo} and {@link
+ *       FakeScript#failNextPosts} make the post return {@code -errno} (not a violation).
+ *   <li><b>{@code -FI_EAGAIN}</b> ({@link FabricEndpoint#AGAIN}) when the peer is unreachable
+ *       (scripted, closed, or no endpoint has its address: for ever, like tcp;ofi_rxm to a dead
+ *       process), when {@code maxTx} operations are unreaped on this endpoint, while {@link
+ *       FakeScript#againWhile} holds, or for the next {@link FakeScript#againTimes} posts, checked
+ *       in that order.
+ *   <li><b>Acceptance</b> ({@link FabricEndpoint#POSTED}): the op gets its number ({@link
+ *       FakeOp#index()}), then a scripted fault makes it an error completion without moving bytes;
+ *       a hold rule, or a target that must progress, parks it; otherwise its bytes move now and its
+ *       completion is queued.
+ * </ol>
+ *
+ * <p>Moving the bytes checks, at the target, that the key names a live region the target exposed,
+ * that {@code [remoteAddress, remoteAddress + length)} (an offset, or a virtual address when the
+ * region was exposed with virtual addressing) lies inside it, and that it allows the access; a
+ * failure completes the op with {@code FI_EACCES} (13), provider errno -13 (as the sockets provider
+ * does) and a provider text saying which check failed. A target closed meanwhile gives {@code
+ * FI_ECANCELED} (125), provider errno 107 (as tcp;ofi_rxm does); an uninserted initiator, when
+ * {@linkplain FakeScript#rejectUninsertedInitiator rejected}, {@code FI_ENOTCONN} (107), provider
+ * errno 14. Error completions carry the exact message of {@link FiErrno#completionMessage(int, int,
+ * String)}.
+ *
+ * <p>Completions come out of {@link #reap} in the order they were queued (or newest first, as
+ * {@linkplain FakeScript#completionOrder scripted}); a slot is free again once its completion was
+ * delivered.
+ *
+ * <p>Peer handles count from 0 and are never reused (unless {@linkplain
+ * FakeScript#reuseAddressHandles scripted}), so a removed handle stays detectably stale.
+ * Registration handles and descriptors are distinct non-zero values, so passing one for the other
+ * is caught.
+ */
+public final class FakeEndpoint implements FabricEndpoint {
+  /** Bytes of provider-owned context per op slot, as libfabric's {@code fi_context2}. */
+  public static final int CONTEXT_BYTES = 64;
+
+  /**
+   * The address format {@link #describe()} reports for plain addresses ({@code FI_FORMAT_UNSPEC}).
+   */
+  public static final int ADDR_FORMAT_FAKE = 0;
+
+  /**
+   * The address format {@link #describe()} reports for EFA-shaped addresses ({@code FI_ADDR_EFA}).
+   */
+  public static final int ADDR_FORMAT_EFA = 12;
+
+  private static final int VIOLATION = -FiErrno.EINVAL;
+  private static final int MR_LOCAL = 1 << 2;
+  private static final int MR_VIRT_ADDR = 1 << 4;
+  private static final long CAPS =
+      (1L << 2) | (1L << 8) | (1L << 9) | (1L << 12) | (1L << 13); // RMA, READ, WRITE, REMOTE_*
+  // Handles and descriptors carry different tags in their top 16 bits, so one passed for the other
+  // is recognised; the low 48 bits are the registration's id.
+  private static final long ID_MASK = (1L << 48) - 1;
+  private static final long TAG_MASK = ~ID_MASK;
+  private static final long HANDLE_TAG = 0x7265L << 48; // "re"
+  private static final long DESCRIPTOR_TAG = 0x6465L << 48; // "de"
+  // EFA's efa_context.completion_flags for the op kinds (FI_RMA | FI_WRITE, FI_RMA | FI_READ).
+  private static final long WRITE_FLAGS = (1L << 2) | (1L << 9);
+  private static final long READ_FLAGS = (1L << 2) | (1L << 8);
+
+  private static final byte SLOT_FREE = 0;
+  private static final byte SLOT_POSTED = 1;
+  private static final byte NOT_HELD = 0;
+  private static final byte HELD = 1;
+  private static final byte AWAITING_TARGET = 2;
+
+  private final FakeFabric fabric;
+  private final Object lock;
+  private final FakeScript script;
+  private final byte[] address;
+  private final boolean efa;
+  private final int qpn;
+  private final Counts counts;
+  private boolean closed;
+
+  // The address vector: index = peer handle; null once removed.
+  private final List<byte[]> peerAddresses = new ArrayList<>();
+  private final List<FakeEndpoint> peerTargets = new ArrayList<>();
+  private final List<Region> exposed = new ArrayList<>();
+  // Ops of other endpoints waiting for this (target) endpoint to progress.
+  private final List<Awaiting> awaiting = new ArrayList<>();
+
+  // Op slots, sized by openSlots; parallel arrays so a post allocates nothing.
+  private int slotCount;
+  private byte[] slotState;
+  private byte[] slotHold;
+  private boolean[] slotWrite;
+  private boolean[] slotDone; // bytes moved, or failed: the completion status below is final
+  private boolean[] slotScribbled;
+  private long[] slotIndex;
+  private long[] slotPeer;
+  private long[] slotLocal;
+  private long[] slotLength;
+  private long[] slotRemote;
+  private long[] slotKey;
+  private long[] slotRegistration;
+  private FakeEndpoint[] slotTarget;
+  private int[] slotErrno;
+  private int[] slotProviderErrno;
+  private String[] slotText;
+  private int inFlight;
+  // Completions ready to reap: a ring of slot indexes (each posted slot is in it at most once).
+  private int[] ready;
+  private int readyHead;
+  private int readyCount;
+  // Held completions, in the order they were accepted.
+  private int[] held;
+  private int heldCount;
+  private Arena contextArena;
+  private MemorySegment contexts;
+
+  // Reap's scratch, so the sink is called outside the lock without allocating.
+  private int[] reapSlots = new int[16];
+  private int[] reapErrno = new int[16];
+  private int[] reapProviderErrno = new int[16];
+  private String[] reapText = new String[16];
+
+  FakeEndpoint(FakeFabric fabric, byte[] address, int qpn) {
+    this.fabric = fabric;
+    this.lock = fabric.lock;
+    this.script = fabric.scriptUnlocked();
+    this.address = address;
+    this.efa = address.length == FakeAddresses.EFA_BYTES;
+    this.qpn = qpn;
+    this.counts = new Counts(fabric.counts);
+  }
+
+  /**
+   * The fabric this endpoint belongs to.
+   *
+   * @return the fabric
+   */
+  public FakeFabric fabric() {
+    return fabric;
+  }
+
+  /**
+   * What this endpoint was asked to do; any thread.
+   *
+   * @return a snapshot
+   */
+  public FakeCounters counters() {
+    synchronized (lock) {
+      return counts.snapshot();
+    }
+  }
+
+  /**
+   * Operations accepted and not yet reaped (held ones included); any thread.
+   *
+   * @return the count
+   */
+  public int inFlight() {
+    synchronized (lock) {
+      return inFlight;
+    }
+  }
+
+  /**
+   * Completions held by the script on this endpoint; any thread.
+   *
+   * @return the count
+   */
+  public int heldCompletions() {
+    synchronized (lock) {
+      return heldCount;
+    }
+  }
+
+  /**
+   * Peers in this endpoint's address vector now; any thread.
+   *
+   * @return the count of live peer handles
+   */
+  public int livePeers() {
+    synchronized (lock) {
+      int live = 0;
+      for (byte[] peer : peerAddresses) {
+        live += peer != null ? 1 : 0;
+      }
+      return live;
+    }
+  }
+
+  /**
+   * Whether this endpoint's address vector holds a live entry for exactly this address; any thread.
+   * For example, to assert that a server removed a departed client's peer.
+   *
+   * @param peerAddress the peer's address
+   * @return whether a live handle names it
+   */
+  public boolean hasPeer(byte[] peerAddress) {
+    synchronized (lock) {
+      return hasInserted(peerAddress);
+    }
+  }
+
+  /**
+   * Whether this endpoint was closed (by its owner or by closing its fabric); any thread.
+   *
+   * @return whether closed
+   */
+  public boolean isClosed() {
+    synchronized (lock) {
+      return closed;
+    }
+  }
+
+  /**
+   * The provider-owned context of an op slot: {@value #CONTEXT_BYTES} bytes of native memory, as a
+   * libfabric binding hands a provider for {@code FI_CONTEXT2}. While an op is posted with {@link
+   * FakeScript#scribbleContexts} on, the fake writes into it and checks on completion that nobody
+   * else did; a test writes into it to show that check working. Valid until the endpoint closes.
+   *
+   * @param slot an op slot
+   * @return the slot's context
+   * @throws IllegalStateException before {@link #openSlots} or after close
+   */
+  public MemorySegment opContext(int slot) {
+    synchronized (lock) {
+      if (closed || contexts == null) {
+        throw new IllegalStateException("no op contexts: the endpoint is closed or has no slots");
+      }
+      return contexts.asSlice((long) slot * CONTEXT_BYTES, CONTEXT_BYTES);
+    }
+  }
+
+  @Override
+  public byte[] localAddress() {
+    return address.clone();
+  }
+
+  /**
+   * The identity of a fake address: every byte for plain addresses, GID and QPN (the first 18
+   * bytes) for EFA-shaped ones.
+   *
+   * @throws DmaException of kind FABRIC for bytes that are not an address of this endpoint's
+   *     format, naming what is wrong (for example {@code fake address is 5 bytes, not 16})
+   */
+  @Override
+  public byte[] peerIdentity(byte[] peerAddress) {
+    String problem = FakeAddresses.problem(peerAddress, efa);
+    if (problem != null) {
+      throw DmaException.fabric(problem);
+    }
+    return FakeAddresses.identity(peerAddress, efa);
+  }
+
+  /**
+   * Inserts a peer. Any well-formed address is accepted, as real address vectors do; one that no
+   * open endpoint has is unreachable when posted against.
+   *
+   * @throws DmaException of kind FABRIC for a malformed address, a scripted failure ({@code
+   *     fi_av_insert: ... (-errno)}) or a closed endpoint
+   */
+  @Override
+  public long insertPeer(byte[] peerAddress) {
+    synchronized (lock) {
+      if (closed) {
+        throw DmaException.fabric("fi_av_insert: the endpoint is closed");
+      }
+      String problem = FakeAddresses.problem(peerAddress, efa);
+      if (problem != null) {
+        counts.increment(Counts.INSERT_FAILURES);
+        throw DmaException.fabric(problem);
+      }
+      if (script.insertFailures > 0) {
+        script.insertFailures--;
+        counts.increment(Counts.INSERT_FAILURES);
+        int errno = script.insertErrno;
+        throw new DmaException(
+            DmaException.Kind.FABRIC,
+            FiErrno.callMessage("fi_av_insert", errno),
+            errno,
+            DmaException.UNKNOWN_ERRNO,
+            null);
+      }
+      byte[] copy = peerAddress.clone();
+      FakeEndpoint target = fabric.endpointAt(copy);
+      counts.increment(Counts.INSERTS);
+      if (script.reuseAddressHandles) {
+        int free = peerAddresses.indexOf(null);
+        if (free >= 0) {
+          peerAddresses.set(free, copy);
+          peerTargets.set(free, target);
+          return free;
+        }
+      }
+      peerAddresses.add(copy);
+      peerTargets.add(target);
+      return peerAddresses.size() - 1L;
+    }
+  }
+
+  /**
+   * Removes a peer. With ops against it unreaped, counts {@link
+   * FakeCounters#removesWithOpsOutstanding()} and, when {@link FakeScript#flushOnRemove} is on,
+   * fails them. A handle never inserted or already removed is a violation.
+   *
+   * @return 0, or {@code -FI_EINVAL} for a violation
+   */
+  @Override
+  public int removePeer(long handle) {
+    synchronized (lock) {
+      if (closed) {
+        return violation("removePeer(" + handle + ") on a closed endpoint");
+      }
+      String problem = peerProblem(handle);
+      if (problem != null) {
+        return violation("removePeer(" + handle + "): " + problem);
+      }
+      peerAddresses.set((int) handle, null);
+      peerTargets.set((int) handle, null);
+      counts.increment(Counts.REMOVES);
+      int outstanding = 0;
+      for (int slot = 0; slot < slotCount; slot++) {
+        if (slotState[slot] == SLOT_POSTED && slotPeer[slot] == handle) {
+          outstanding++;
+        }
+      }
+      if (outstanding > 0) {
+        counts.increment(Counts.REMOVES_WITH_OPS_OUTSTANDING);
+        if (script.flushOnRemove) {
+          flush(handle);
+        }
+      }
+      return 0;
+    }
+  }
+
+  /** Fails every unreaped op against {@code handle} as EFA does when the peer is destroyed. */
+  private void flush(long handle) {
+    for (int slot = 0; slot < slotCount; slot++) {
+      if (slotState[slot] != SLOT_POSTED || slotPeer[slot] != handle) {
+        continue;
+      }
+      boolean queued = slotHold[slot] == NOT_HELD;
+      if (slotHold[slot] == HELD) {
+        removeHeld(slot);
+      }
+      slotHold[slot] = NOT_HELD;
+      // An op that already failed keeps its own error; a success not yet reaped is flushed too,
+      // because the worker cannot tell it from one still on the wire.
+      if (!slotDone[slot] || slotErrno[slot] == 0) {
+        fail(slot, FiErrno.ECANCELED, 1, "Flushed during queue pair destroy");
+        counts.increment(Counts.FLUSHED_OPS);
+      }
+      if (!queued) {
+        pushReady(slot);
+      }
+    }
+  }
+
+  @Override
+  public int maxTx() {
+    synchronized (lock) {
+      return script.maxTxReported;
+    }
+  }
+
+  @Override
+  public boolean requiresLocalRegistration() {
+    synchronized (lock) {
+      return script.requireLocalRegistration;
+    }
+  }
+
+  /**
+   * Registers local memory. The fake pins nothing; it records the range so posts can be checked
+   * against it.
+   *
+   * @throws DmaException of kind FABRIC: {@code fi_mr_reg: Invalid argument (-22)} for a null
+   *     address, a non-positive length or an overflowing range; {@code fi_mr_reg: Cannot allocate
+   *     memory (-12)} beyond {@link FakeScript#pinnableBytes}; a scripted failure; a closed
+   *     endpoint
+   */
+  @Override
+  public long register(long localAddress, long lengthBytes) {
+    synchronized (lock) {
+      if (closed) {
+        throw DmaException.fabric("fi_mr_reg: the endpoint is closed");
+      }
+      if (localAddress == 0 || lengthBytes <= 0 || localAddress + lengthBytes < localAddress) {
+        return failRegistration(FiErrno.EINVAL);
+      }
+      if (script.registrationFailures > 0) {
+        script.registrationFailures--;
+        return failRegistration(script.registrationErrno);
+      }
+      Registration registration = fabric.addRegistration(this, localAddress, lengthBytes);
+      if (registration == null) {
+        return failRegistration(FiErrno.ENOMEM);
+      }
+      counts.increment(Counts.REGISTRATIONS);
+      counts.increment(Counts.LIVE_REGISTRATIONS);
+      return HANDLE_TAG | registration.id;
+    }
+  }
+
+  private long failRegistration(int errno) {
+    counts.increment(Counts.REGISTRATION_FAILURES);
+    throw new DmaException(
+        DmaException.Kind.FABRIC,
+        FiErrno.callMessage("fi_mr_reg", errno),
+        errno,
+        DmaException.UNKNOWN_ERRNO,
+        null);
+  }
+
+  /**
+   * The descriptor of a live registration of this endpoint. Anything else is a violation, answered
+   * with descriptor 0.
+   */
+  @Override
+  public long descriptor(long registration) {
+    synchronized (lock) {
+      if (closed) {
+        violation("descriptor(0x" + Long.toHexString(registration) + ") after the endpoint closed");
+        return 0;
+      }
+      Registration live = liveRegistration(registration, HANDLE_TAG, "descriptor");
+      return live == null ? 0 : DESCRIPTOR_TAG | live.id;
+    }
+  }
+
+  /**
+   * Closes a registration; any thread. A handle that is not a live registration of this endpoint
+   * (never issued, already deregistered, closed with its endpoint, another endpoint's) is a
+   * violation. Deregistering while an unreaped op uses the registration's descriptor is a violation
+   * too (the registration still closes): the provider may still be reading it.
+   */
+  @Override
+  public void deregister(long registration) {
+    synchronized (lock) {
+      if (closed) {
+        // Closing the endpoint closed its registrations; libfabric would now free an MR twice.
+        violation(
+            "deregister(0x"
+                + Long.toHexString(registration)
+                + ") after the endpoint closed, which had closed the registration already");
+        return;
+      }
+      Registration live = liveRegistration(registration, HANDLE_TAG, "deregister");
+      if (live == null) {
+        return;
+      }
+      String inUse = null;
+      for (int slot = 0; slot < slotCount && inUse == null; slot++) {
+        if (slotState[slot] == SLOT_POSTED && slotRegistration[slot] == live.id) {
+          inUse =
+              "registration "
+                  + live.id
+                  + " was deregistered while op #"
+                  + slotIndex[slot]
+                  + " in slot "
+                  + slot
+                  + " that uses it was not yet reaped";
+        }
+      }
+      // Closed even when in use: the caller asked, and a real provider would have closed it too.
+      fabric.removeRegistration(live);
+      counts.increment(Counts.DEREGISTRATIONS);
+      counts.add(Counts.LIVE_REGISTRATIONS, -1);
+      if (inUse != null) {
+        violation(inUse);
+      }
+    }
+  }
+
+  /** The live registration {@code value} names, or null after recording a violation. */
+  private Registration liveRegistration(long value, long tag, String call) {
+    String what = call + "(0x" + Long.toHexString(value) + ")";
+    if ((value & TAG_MASK) != tag) {
+      violation(
+          what
+              + ": not a "
+              + (tag == HANDLE_TAG ? "registration handle from register()" : "descriptor")
+              + ((value & TAG_MASK) == DESCRIPTOR_TAG ? " (it is a descriptor)" : "")
+              + ((value & TAG_MASK) == HANDLE_TAG ? " (it is a registration handle)" : ""));
+      return null;
+    }
+    long id = value & ID_MASK;
+    Registration registration = fabric.registration(id);
+    if (registration == null) {
+      violation(
+          what
+              + (fabric.registrationWasIssued(id)
+                  ? ": registration " + id + " was already deregistered"
+                  : ": no such registration"));
+      return null;
+    }
+    if (registration.owner != this) {
+      violation(what + ": registration " + id + " belongs to another endpoint");
+      return null;
+    }
+    return registration;
+  }
+
+  /**
+   * Prepares the op slots and their {@value #CONTEXT_BYTES}-byte contexts. Calling it again, or
+   * with fewer than 1 slot, is a violation and changes nothing.
+   */
+  @Override
+  public void openSlots(int count) {
+    synchronized (lock) {
+      if (closed) {
+        violation("openSlots(" + count + ") on a closed endpoint");
+        return;
+      }
+      if (count < 1) {
+        violation("openSlots(" + count + "): at least 1 slot is needed");
+        return;
+      }
+      if (slotCount != 0) {
+        violation("openSlots(" + count + ") called again; slots were opened with " + slotCount);
+        return;
+      }
+      slotState = new byte[count];
+      slotHold = new byte[count];
+      slotWrite = new boolean[count];
+      slotDone = new boolean[count];
+      slotScribbled = new boolean[count];
+      slotIndex = new long[count];
+      slotPeer = new long[count];
+      slotLocal = new long[count];
+      slotLength = new long[count];
+      slotRemote = new long[count];
+      slotKey = new long[count];
+      slotRegistration = new long[count];
+      slotTarget = new FakeEndpoint[count];
+      slotErrno = new int[count];
+      slotProviderErrno = new int[count];
+      slotText = new String[count];
+      ready = new int[count];
+      held = new int[count];
+      contextArena = Arena.ofShared();
+      contexts = contextArena.allocate((long) count * CONTEXT_BYTES, 8);
+      slotCount = count;
+    }
+  }
+
+  @Override
+  public int postWrite(
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey) {
+    return post(true, slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+  }
+
+  @Override
+  public int postRead(
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey) {
+    return post(false, slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+  }
+
+  private int post(
+      boolean write,
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey) {
+    synchronized (lock) {
+      counts.increment(Counts.POST_ATTEMPTS);
+      String call = write ? "postWrite" : "postRead";
+      if (closed) {
+        return postViolation(call + " on a closed endpoint");
+      }
+      if (slotCount == 0) {
+        return postViolation(call + " before openSlots");
+      }
+      if (slot < 0 || slot >= slotCount) {
+        return postViolation(call + ": slot " + slot + " is outside [0, " + slotCount + ")");
+      }
+      if (slotState[slot] != SLOT_FREE) {
+        return postViolation(
+            call
+                + ": slot "
+                + slot
+                + " is still owned by op #"
+                + slotIndex[slot]
+                + ", which was not reaped");
+      }
+      if (lengthBytes < 0
+          || (lengthBytes > 0 && localAddress == 0)
+          || localAddress + lengthBytes < localAddress) {
+        return postViolation(
+            call + ": bad local operand [" + localAddress + ", +" + lengthBytes + ")");
+      }
+      String peerProblem = peerProblem(peer);
+      if (peerProblem != null) {
+        return postViolation(call + ": " + peerProblem);
+      }
+      long registrationId = 0;
+      if (script.requireLocalRegistration) {
+        String problem = descriptorProblem(descriptor, localAddress, lengthBytes);
+        if (problem != null) {
+          return postViolation(call + ": " + problem);
+        }
+        registrationId = descriptor & ID_MASK;
+      }
+
+      int refused = script.postFailure(peerAddresses.get((int) peer));
+      if (refused != 0) {
+        counts.increment(Counts.POST_ERRORS);
+        return -refused;
+      }
+      FakeEndpoint target = peerTargets.get((int) peer);
+      if (target == null
+          || target.closed
+          || (!script.unreachable.isEmpty()
+              && script.unreachable.contains(java.nio.ByteBuffer.wrap(target.address)))
+          || (script.maxTxEnforced > 0 && inFlight >= script.maxTxEnforced)
+          || script.againNow()) {
+        counts.increment(Counts.AGAIN_ANSWERS);
+        return AGAIN;
+      }
+
+      long index = fabric.nextOpIndex();
+      // Rules run before the slot changes, so a matcher that throws leaves no half-posted op.
+      boolean hold = false;
+      FakeScript.Rule fault = null;
+      if (script.hasOpRules()) {
+        FakeOp op =
+            new FakeOp(
+                index,
+                write ? FakeOp.Kind.WRITE : FakeOp.Kind.READ,
+                slot,
+                address.clone(),
+                peerAddresses.get((int) peer).clone(),
+                peer,
+                localAddress,
+                lengthBytes,
+                remoteAddress,
+                remoteKey);
+        hold = script.matchHold(op);
+        fault = script.matchFault(op);
+      }
+      slotState[slot] = SLOT_POSTED;
+      slotHold[slot] = NOT_HELD;
+      slotWrite[slot] = write;
+      slotDone[slot] = false;
+      slotIndex[slot] = index;
+      slotPeer[slot] = peer;
+      slotLocal[slot] = localAddress;
+      slotLength[slot] = lengthBytes;
+      slotRemote[slot] = remoteAddress;
+      slotKey[slot] = remoteKey;
+      slotRegistration[slot] = registrationId;
+      slotTarget[slot] = target;
+      slotErrno[slot] = 0;
+      slotProviderErrno[slot] = 0;
+      slotText[slot] = null;
+      inFlight++;
+      counts.increment(Counts.POSTS);
+      counts.increment(write ? Counts.WRITES : Counts.READS);
+      if (fault != null) {
+        fail(slot, fault.errno, fault.providerErrno, fault.providerText);
+      }
+      slotScribbled[slot] = script.scribbleContexts;
+      if (script.scribbleContexts) {
+        scribble(slot);
+      }
+      if (hold) {
+        slotHold[slot] = HELD;
+        held[heldCount++] = slot;
+      } else if (!slotDone[slot] && script.targetProgressRequired) {
+        slotHold[slot] = AWAITING_TARGET;
+        target.awaiting.add(new Awaiting(this, slot, index));
+      } else {
+        complete(slot);
+      }
+      return FabricEndpoint.POSTED;
+    }
+  }
+
+  /** Why {@code handle} is not a live peer handle, or null. */
+  private String peerProblem(long handle) {
+    if (handle < 0 || handle >= peerAddresses.size()) {
+      return "peer handle " + handle + " was never inserted";
+    }
+    if (peerAddresses.get((int) handle) == null) {
+      return "peer handle " + handle + " was removed";
+    }
+    return null;
+  }
+
+  /** Why a post's descriptor does not cover its local bytes, or null. */
+  private String descriptorProblem(long descriptor, long localAddress, long lengthBytes) {
+    if (descriptor == 0) {
+      return "descriptor 0, but local registration is required (FI_MR_LOCAL)";
+    }
+    if ((descriptor & TAG_MASK) != DESCRIPTOR_TAG) {
+      return "0x"
+          + Long.toHexString(descriptor)
+          + " is not a descriptor from descriptor()"
+          + ((descriptor & TAG_MASK) == HANDLE_TAG ? " (it is a registration handle)" : "");
+    }
+    long id = descriptor & ID_MASK;
+    Registration registration = fabric.registration(id);
+    if (registration == null) {
+      return fabric.registrationWasIssued(id)
+          ? "the descriptor's registration " + id + " was deregistered"
+          : "descriptor 0x" + Long.toHexString(descriptor) + " was never issued";
+    }
+    if (registration.owner != this) {
+      return "the descriptor's registration " + id + " belongs to another endpoint";
+    }
+    if (localAddress < registration.address
+        || localAddress + lengthBytes > registration.address + registration.lengthBytes) {
+      return "registration "
+          + id
+          + " covers [0x"
+          + Long.toHexString(registration.address)
+          + ", +"
+          + registration.lengthBytes
+          + "), not the operand [0x"
+          + Long.toHexString(localAddress)
+          + ", +"
+          + lengthBytes
+          + ")";
+    }
+    return null;
+  }
+
+  /** Moves the op's bytes unless it already failed, and queues its completion. */
+  private void complete(int slot) {
+    if (!slotDone[slot]) {
+      move(slot);
+    }
+    pushReady(slot);
+  }
+
+  /** Performs the op against its target, recording success or the error completion. */
+  private void move(int slot) {
+    FakeEndpoint target = slotTarget[slot];
+    long key = slotKey[slot];
+    if (target.closed) {
+      fail(slot, FiErrno.ECANCELED, FiErrno.ENOTCONN, FiErrno.text(FiErrno.ENOTCONN));
+      return;
+    }
+    long registrationId = slotRegistration[slot];
+    if (registrationId != 0 && fabric.registration(registrationId) == null) {
+      // Deregistered while the op was held (already a violation): EFA fails it with a bad lkey,
+      // and the fake must not read or write memory its owner may have freed since.
+      fail(slot, FiErrno.EINVAL, 5, "Invalid lkey: the local registration was closed");
+      return;
+    }
+    if (script.rejectUninsertedInitiator && !target.hasInserted(address)) {
+      fail(
+          slot,
+          FiErrno.ENOTCONN,
+          14,
+          "Unknown peer: the target has not inserted the initiator's address into its address"
+              + " vector (REMOTE_ERROR_UNKNOWN_PEER)");
+      return;
+    }
+    Region region = fabric.region(key);
+    if (region == null || region.owner != target) {
+      fail(
+          slot,
+          FiErrno.EACCES,
+          -FiErrno.EACCES,
+          "remote key " + key + " is not registered at the target");
+      return;
+    }
+    boolean write = slotWrite[slot];
+    if (write ? !region.remoteWrite : !region.remoteRead) {
+      fail(
+          slot,
+          FiErrno.EACCES,
+          -FiErrno.EACCES,
+          "the region of remote key "
+              + key
+              + " does not allow remote "
+              + (write ? "writes" : "reads"));
+      return;
+    }
+    long length = slotLength[slot];
+    long offset = region.virtual ? slotRemote[slot] - region.base : slotRemote[slot];
+    if (offset < 0 || offset > region.lengthBytes || length > region.lengthBytes - offset) {
+      fail(
+          slot,
+          FiErrno.EACCES,
+          -FiErrno.EACCES,
+          "remote range ["
+              + Long.toUnsignedString(slotRemote[slot])
+              + ", +"
+              + length
+              + ") is outside the region of remote key "
+              + key
+              + " ("
+              + region.lengthBytes
+              + " bytes at "
+              + (region.virtual ? "0x" + Long.toHexString(region.base) : "offset 0")
+              + ")");
+      return;
+    }
+    if (!region.scope.isAlive()) {
+      counts.violation(
+          "the memory of the region of remote key "
+              + key
+              + " was freed while it was still exposed (close the region first)");
+      fail(slot, FiErrno.EIO, -FiErrno.EIO, "the target memory was freed while exposed");
+      return;
+    }
+    if (length > 0) {
+      if (write) {
+        Memory.copy(slotLocal[slot], region.base + offset, length);
+      } else {
+        Memory.copy(region.base + offset, slotLocal[slot], length);
+      }
+    }
+    counts.add(write ? Counts.BYTES_WRITTEN : Counts.BYTES_READ, length);
+    slotDone[slot] = true;
+  }
+
+  private void fail(int slot, int errno, int providerErrno, String providerText) {
+    slotErrno[slot] = errno;
+    slotProviderErrno[slot] = providerErrno;
+    slotText[slot] = providerText;
+    slotDone[slot] = true;
+  }
+
+  private boolean hasInserted(byte[] peerAddress) {
+    for (byte[] peer : peerAddresses) {
+      if (peer != null && Arrays.equals(peer, peerAddress)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private void pushReady(int slot) {
+    ready[(readyHead + readyCount) % slotCount] = slot;
+    readyCount++;
+  }
+
+  private void removeHeld(int slot) {
+    for (int i = 0; i < heldCount; i++) {
+      if (held[i] == slot) {
+        System.arraycopy(held, i + 1, held, i, heldCount - i - 1);
+        heldCount--;
+        return;
+      }
+    }
+  }
+
+  /** Writes what EFA writes into a posted op's context, and fills the rest with a pattern. */
+  private void scribble(int slot) {
+    long base = (long) slot * CONTEXT_BYTES;
+    contexts.set(ValueLayout.JAVA_LONG, base, slotWrite[slot] ? WRITE_FLAGS : READ_FLAGS);
+    contexts.set(ValueLayout.JAVA_LONG, base + 8, slotPeer[slot]);
+    contexts.asSlice(base + 16, CONTEXT_BYTES - 16).fill(pattern(slot));
+  }
+
+  private byte pattern(int slot) {
+    return (byte) (0xA5 ^ slotIndex[slot]);
+  }
+
+  /** Checks, as the op completes, that nobody but the provider wrote into its context. */
+  private void checkContext(int slot) {
+    long base = (long) slot * CONTEXT_BYTES;
+    boolean intact =
+        contexts.get(ValueLayout.JAVA_LONG, base) == (slotWrite[slot] ? WRITE_FLAGS : READ_FLAGS)
+            && contexts.get(ValueLayout.JAVA_LONG, base + 8) == slotPeer[slot];
+    byte pattern = pattern(slot);
+    for (long i = 16; intact && i < CONTEXT_BYTES; i++) {
+      intact = contexts.get(ValueLayout.JAVA_BYTE, base + i) == pattern;
+    }
+    if (!intact) {
+      counts.violation(
+          "the context of slot "
+              + slot
+              + " (op #"
+              + slotIndex[slot]
+              + ") was written while the provider owned it (FI_CONTEXT2)");
+    }
+  }
+
+  @Override
+  public String errorText(int code) {
+    return FiErrno.text(code);
+  }
+
+  /**
+   * Delivers up to {@code max} queued completions to {@code sink}, outside the fabric's lock, and
+   * frees their slots before calling it. A target endpoint's reap also progresses it (see {@link
+   * #progress()}). A scripted CQ-read failure is thrown after the completions it lets through.
+   * Reaping a closed endpoint, or with {@code max} below 1, is a violation that reaps nothing.
+   */
+  @Override
+  public int reap(CompletionSink sink, int max) {
+    int count;
+    FakeScript.CqFailure failure;
+    synchronized (lock) {
+      if (closed) {
+        violation("reap on a closed endpoint");
+        return 0;
+      }
+      if (max < 1) {
+        violation("reap(sink, " + max + "): max must be positive");
+        return 0;
+      }
+      progressUnlocked();
+      failure = script.cqFailures.poll();
+      count = Math.min(max, readyCount);
+      if (failure != null) {
+        count = Math.min(count, failure.afterEntries());
+        counts.increment(Counts.CQ_READ_FAILURES);
+      }
+      if (reapSlots.length < count) {
+        int size = Math.max(count, reapSlots.length * 2);
+        reapSlots = new int[size];
+        reapErrno = new int[size];
+        reapProviderErrno = new int[size];
+        reapText = new String[size];
+      }
+      boolean newestFirst = script.order == FakeScript.CompletionOrder.NEWEST_FIRST;
+      for (int i = 0; i < count; i++) {
+        int slot;
+        if (newestFirst) {
+          slot = ready[(readyHead + readyCount - 1) % slotCount];
+        } else {
+          slot = ready[readyHead];
+          readyHead = (readyHead + 1) % slotCount;
+        }
+        readyCount--;
+        if (slotScribbled[slot]) {
+          checkContext(slot);
+        }
+        reapSlots[i] = slot;
+        reapErrno[i] = slotErrno[slot];
+        reapProviderErrno[i] = slotProviderErrno[slot];
+        reapText[i] = slotText[slot];
+        counts.increment(slotErrno[slot] == 0 ? Counts.COMPLETIONS : Counts.ERROR_COMPLETIONS);
+        slotState[slot] = SLOT_FREE;
+        slotTarget[slot] = null;
+        slotText[slot] = null;
+        inFlight--;
+      }
+    }
+    // The sink is the caller's code: call it without the lock, so it may use other endpoints of
+    // the fabric, or wait for threads that do, without deadlocking.
+    for (int i = 0; i < count; i++) {
+      if (reapErrno[i] == 0) {
+        sink.completed(reapSlots[i]);
+      } else {
+        sink.failed(
+            reapSlots[i],
+            reapErrno[i],
+            reapProviderErrno[i],
+            FiErrno.completionMessage(reapErrno[i], reapProviderErrno[i], reapText[i]));
+        reapText[i] = null;
+      }
+    }
+    if (failure != null) {
+      throw new DmaException(
+          DmaException.Kind.FABRIC,
+          failure.message(),
+          failure.errno(),
+          DmaException.UNKNOWN_ERRNO,
+          null);
+    }
+    return count;
+  }
+
+  /**
+   * Exposes native memory for remote access. The key is unique on the fabric (1, 2, ... in the
+   * order regions are exposed); the advertisement's remote address is the segment's address under
+   * {@linkplain FakeScript#virtualAddressing virtual addressing}, else 0. The segment may belong to
+   * any arena (a confined one too: the fake copies by address); it must stay alive until the region
+   * is closed, which the fake checks when bytes move.
+   *
+   * @throws DmaException of kind FABRIC for a heap segment or a closed endpoint
+   */
+  @Override
+  public ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
+    synchronized (lock) {
+      if (closed) {
+        throw DmaException.fabric("fi_mr_reg: the endpoint is closed");
+      }
+      if (!segment.isNative()) {
+        throw DmaException.fabric(
+            FiErrno.callMessage("fi_mr_reg", FiErrno.EINVAL)
+                + ": a heap segment cannot be registered; allocate it from an Arena");
+      }
+      long key = fabric.nextKey();
+      Region region =
+          new Region(this, key, segment, script.virtualAddressing, remoteRead, remoteWrite);
+      fabric.addRegion(region);
+      exposed.add(region);
+      counts.increment(Counts.EXPOSES);
+      counts.increment(Counts.LIVE_EXPOSES);
+      return region;
+    }
+  }
+
+  /**
+   * Progresses this endpoint as a target: ops of other endpoints waiting for it ({@link
+   * FakeScript#targetProgressRequired}) move their bytes and become reapable. Otherwise a no-op,
+   * since the fake moves bytes when an op is posted.
+   */
+  @Override
+  public void progress() {
+    synchronized (lock) {
+      if (closed) {
+        violation("progress on a closed endpoint");
+        return;
+      }
+      counts.increment(Counts.PROGRESS_CALLS);
+      progressUnlocked();
+    }
+  }
+
+  private void progressUnlocked() {
+    if (awaiting.isEmpty()) {
+      return;
+    }
+    for (Awaiting op : awaiting) {
+      op.initiator.targetProgressed(op.slot, op.index);
+    }
+    awaiting.clear();
+  }
+
+  /** Called on an initiator when the target of its op in {@code slot} progressed or closed. */
+  private void targetProgressed(int slot, long index) {
+    // The op may have been flushed, or its endpoint closed, since it started waiting.
+    if (!closed
+        && slotState[slot] == SLOT_POSTED
+        && slotIndex[slot] == index
+        && slotHold[slot] == AWAITING_TARGET) {
+      slotHold[slot] = NOT_HELD;
+      complete(slot);
+    }
+  }
+
+  /** Releases the held completions, in acceptance order or reversed. */
+  int releaseHeld(boolean reversed) {
+    int count = heldCount;
+    for (int i = 0; i < count; i++) {
+      int slot = held[reversed ? count - 1 - i : i];
+      slotHold[slot] = NOT_HELD;
+      complete(slot);
+    }
+    heldCount = 0;
+    return count;
+  }
+
+  boolean holds(int slot) {
+    return !closed
+        && slot >= 0
+        && slot < slotCount
+        && slotHold[slot] == HELD
+        && slotState[slot] == SLOT_POSTED;
+  }
+
+  int releaseHeldSlot(int slot) {
+    if (!holds(slot)) {
+      return 0;
+    }
+    removeHeld(slot);
+    slotHold[slot] = NOT_HELD;
+    complete(slot);
+    return 1;
+  }
+
+  @Override
+  public EndpointInfo describe() {
+    synchronized (lock) {
+      int mrMode =
+          (script.requireLocalRegistration ? MR_LOCAL : 0)
+              | (script.virtualAddressing ? MR_VIRT_ADDR : 0);
+      return new EndpointInfo(
+          "fake",
+          efa ? ADDR_FORMAT_EFA : ADDR_FORMAT_FAKE,
+          mrMode,
+          CAPS,
+          script.requireLocalRegistration,
+          script.virtualAddressing);
+    }
+  }
+
+  /**
+   * Closes the endpoint: its registrations and regions still open are closed (and counted), ops
+   * still unreaped are dropped (and counted in {@link FakeCounters#opsInFlightAtClose()}), ops of
+   * other endpoints waiting for this target complete with {@code FI_ECANCELED}, and its address
+   * becomes unreachable. Idempotent; any thread.
+   */
+  @Override
+  public void close() {
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      counts.add(Counts.OPS_IN_FLIGHT_AT_CLOSE, inFlight);
+      for (Registration registration : fabric.registrationsOf(this)) {
+        fabric.removeRegistration(registration);
+        counts.increment(Counts.REGISTRATIONS_OPEN_AT_CLOSE);
+        counts.add(Counts.LIVE_REGISTRATIONS, -1);
+      }
+      for (Region region : List.copyOf(exposed)) {
+        region.closeUnlocked();
+      }
+      // Waiting initiators see this target closed, so their ops fail with FI_ECANCELED.
+      progressUnlocked();
+      fabric.endpointClosed(this);
+      if (contextArena != null) {
+        contextArena.close();
+        contexts = null;
+      }
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "FakeEndpoint[" + fabric.name() + " " + Advertisement.encodeHex(address) + "]";
+  }
+
+  // ----------------------------------------------------------------------------------- helpers
+
+  byte[] addressUnsafe() {
+    return address;
+  }
+
+  int qpn() {
+    return qpn;
+  }
+
+  /**
+   * Records a violation found before any state changed, and throws if the script says so. Found
+   * later (while bytes move or a completion is reaped), a violation is only counted: throwing there
+   * would strand the op.
+   */
+  private int violation(String description) {
+    counts.violation(description);
+    if (script.throwOnViolation) {
+      throw new IllegalStateException("fake fabric violation: " + description);
+    }
+    return VIOLATION;
+  }
+
+  private int postViolation(String description) {
+    counts.increment(Counts.POST_ERRORS);
+    return violation(description);
+  }
+
+  /** A local registration: a range of native memory registered by one endpoint. */
+  static final class Registration {
+    final long id;
+    final FakeEndpoint owner;
+    final long address;
+    final long lengthBytes;
+
+    Registration(long id, FakeEndpoint owner, long address, long lengthBytes) {
+      this.id = id;
+      this.owner = owner;
+      this.address = address;
+      this.lengthBytes = lengthBytes;
+    }
+  }
+
+  /** An op of another endpoint that waits for this target to progress. */
+  private record Awaiting(FakeEndpoint initiator, int slot, long index) {}
+
+  /** A region exposed for remote access; closing it is thread-safe and idempotent. */
+  static final class Region implements ExposedRegion {
+    final FakeEndpoint owner;
+    final long key;
+    final long base;
+    final long lengthBytes;
+    final MemorySegment.Scope scope;
+    final boolean virtual;
+    final boolean remoteRead;
+    final boolean remoteWrite;
+    private boolean closed;
+
+    Region(
+        FakeEndpoint owner,
+        long key,
+        MemorySegment segment,
+        boolean virtual,
+        boolean remoteRead,
+        boolean remoteWrite) {
+      this.owner = owner;
+      this.key = key;
+      this.base = segment.address();
+      this.lengthBytes = segment.byteSize();
+      this.scope = segment.scope();
+      this.virtual = virtual;
+      this.remoteRead = remoteRead;
+      this.remoteWrite = remoteWrite;
+    }
+
+    @Override
+    public Advertisement advertisement() {
+      return new Advertisement(owner.address, key, virtual ? base : 0);
+    }
+
+    @Override
+    public void close() {
+      synchronized (owner.lock) {
+        closeUnlocked();
+      }
+    }
+
+    void closeUnlocked() {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      owner.fabric.removeRegion(key);
+      owner.exposed.remove(this);
+      owner.counts.add(Counts.LIVE_EXPOSES, -1);
+    }
+
+    @Override
+    public String toString() {
+      return "ExposedRegion[key " + key + ", " + lengthBytes + " bytes]";
+    }
+  }
+
+  /**
+   * Raw memory access. A holder class, so the restricted call runs (and warns without native
+   * access) only when bytes first move, not when the provider is merely loaded.
+   */
+  private static final class Memory {
+    @SuppressWarnings("restricted")
+    private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
+    static void copy(long from, long to, long lengthBytes) {
+      MemorySegment.copy(ALL, from, ALL, to, lengthBytes);
+    }
+  }
+}

@@ -1,0 +1,366 @@
+package dev.dma.fake;
+
+import dev.dma.api.DmaException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * One named in-JVM fabric: its endpoints address each other, its {@link FakeScript} decides what
+ * they do wrong, and its {@link FakeCounters} say what they were asked to do.
+ *
+ * <h2>Names</h2>
+ *
+ * Fabrics are registered process-wide by name, so a {@link dev.dma.api.DmaConfiguration} reaches
+ * one: provider {@code fake} opens its endpoint on the fabric named by the first of {@code
+ * interfaces}, or on the {@linkplain #defaultFabric() default fabric} {@value #DEFAULT_NAME} when
+ * there is none. A test creates its own fabric under a unique name and closes it when done, so
+ * tests running in one JVM never share a script:
+ *
+ * <pre>{@code
+ * try (FakeFabric fabric = FakeFabric.create("orders-test")) {
+ *   fabric.script().maxTx(4).failOp(OpMatcher.nth(2), FiErrno.EIO, -5, "Input/output error");
+ *   DmaConfiguration configuration =
+ *       DmaConfiguration.builder().providers("fake").interfaces(List.of("orders-test")).build();
+ *   FakeEndpoint target = fabric.openEndpoint(); // a passive client, driven by the test
+ *   ... // a FabricService on `configuration`, transfers to the target's exposed region
+ *   assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
+ * }
+ * }</pre>
+ *
+ * <h2>Threads and ownership</h2>
+ *
+ * A fabric is thread-safe: every endpoint, region and script operation takes its one lock, which is
+ * never held while calling user code other than the script's conditions and matchers. Whoever
+ * creates a fabric closes it; closing unregisters its name and closes every endpoint still open.
+ */
+public final class FakeFabric implements AutoCloseable {
+  /** The fabric provider {@code fake} uses when the configuration names no interface. */
+  public static final String DEFAULT_NAME = "fake0";
+
+  private static final Object REGISTRY_LOCK = new Object();
+  // Insertion-ordered, so discoverDomains lists fabrics in the order they were created.
+  private static final Map<String, FakeFabric> REGISTRY = new LinkedHashMap<>();
+  private static int nextSerial = 1;
+
+  /** Guards all state of this fabric, its endpoints, registrations, regions and script. */
+  final Object lock = new Object();
+
+  final Counts counts = new Counts(null);
+  private final String name;
+  private final int serial;
+  private final FakeScript script;
+  private final List<FakeEndpoint> endpoints = new ArrayList<>();
+  private final Map<ByteBuffer, FakeEndpoint> endpointsByAddress = new HashMap<>();
+  // Live local registrations by id; ids are never reused, so an id below nextRegistrationId that
+  // is absent here names a deregistered registration.
+  private final Map<Long, FakeEndpoint.Registration> registrations = new HashMap<>();
+  // Exposed regions indexed by key - 1, null once closed; keys are never reused.
+  private final List<FakeEndpoint.Region> regions = new ArrayList<>();
+  private long nextRegistrationId = 1;
+  private long nextEndpointSerial = 1;
+  private long pinnedBytes;
+  private long acceptedOps;
+  private boolean closed;
+
+  private FakeFabric(String name, int serial) {
+    this.name = name;
+    this.serial = serial;
+    this.script = new FakeScript(this, lock);
+  }
+
+  /**
+   * Creates and registers a fabric.
+   *
+   * @param name its name, unique among open fabrics; what a configuration's {@code interfaces}
+   *     names
+   * @return the fabric, owned by the caller, who closes it
+   * @throws IllegalArgumentException if the name is blank
+   * @throws IllegalStateException if an open fabric already has this name
+   */
+  public static FakeFabric create(String name) {
+    if (name == null || name.isBlank()) {
+      throw new IllegalArgumentException("a fake fabric needs a non-blank name");
+    }
+    synchronized (REGISTRY_LOCK) {
+      if (REGISTRY.containsKey(name)) {
+        throw new IllegalStateException(
+            "a fake fabric named \"" + name + "\" is already open; close it or pick another name");
+      }
+      FakeFabric fabric = new FakeFabric(name, nextSerial++);
+      REGISTRY.put(name, fabric);
+      return fabric;
+    }
+  }
+
+  /**
+   * The open fabric with this name.
+   *
+   * @param name the name
+   * @return the fabric
+   * @throws DmaException of kind FABRIC naming the fabrics that are open, when none has the name
+   */
+  public static FakeFabric named(String name) {
+    return find(name)
+        .orElseThrow(
+            () ->
+                DmaException.fabric(
+                    "no fabric domain named \""
+                        + name
+                        + "\"; open fake fabrics: "
+                        + names()
+                        + " (create one with FakeFabric.create(\""
+                        + name
+                        + "\"))"));
+  }
+
+  /**
+   * The open fabric with this name, if any.
+   *
+   * @param name the name
+   * @return the fabric, or empty
+   */
+  public static Optional<FakeFabric> find(String name) {
+    synchronized (REGISTRY_LOCK) {
+      return Optional.ofNullable(REGISTRY.get(name));
+    }
+  }
+
+  /**
+   * The fabric named {@value #DEFAULT_NAME}, created if it is not open. Shared by everything in the
+   * JVM that uses it, so a test that scripts it should close it afterwards (the next call then
+   * creates a fresh one).
+   *
+   * @return the default fabric
+   */
+  public static FakeFabric defaultFabric() {
+    synchronized (REGISTRY_LOCK) {
+      FakeFabric fabric = REGISTRY.get(DEFAULT_NAME);
+      return fabric != null ? fabric : create(DEFAULT_NAME);
+    }
+  }
+
+  /**
+   * The names of the open fabrics, in the order they were created.
+   *
+   * @return the names
+   */
+  public static List<String> names() {
+    synchronized (REGISTRY_LOCK) {
+      return List.copyOf(REGISTRY.keySet());
+    }
+  }
+
+  /**
+   * This fabric's name.
+   *
+   * @return the name
+   */
+  public String name() {
+    return name;
+  }
+
+  /**
+   * The script every endpoint of this fabric follows; thread-safe, changeable at any time.
+   *
+   * @return the script
+   */
+  public FakeScript script() {
+    return script;
+  }
+
+  /**
+   * Opens an endpoint on this fabric, for example a passive target a test drives itself.
+   *
+   * @return the endpoint, owned by the caller, who closes it (closing the fabric also does)
+   * @throws DmaException of kind FABRIC if the fabric is closed
+   */
+  public FakeEndpoint openEndpoint() {
+    synchronized (lock) {
+      if (closed) {
+        throw DmaException.fabric("fi_endpoint: fake fabric \"" + name + "\" is closed");
+      }
+      long endpointSerial = nextEndpointSerial++;
+      byte[] address;
+      int qpn = -1;
+      if (script.efaAddresses) {
+        qpn = lowestFreeQpn();
+        address = FakeAddresses.efa(serial, qpn, endpointSerial);
+      } else {
+        address = FakeAddresses.plain(serial, endpointSerial);
+      }
+      FakeEndpoint endpoint = new FakeEndpoint(this, address, qpn);
+      endpoints.add(endpoint);
+      endpointsByAddress.put(ByteBuffer.wrap(address), endpoint);
+      counts.increment(Counts.ENDPOINTS_OPENED);
+      return endpoint;
+    }
+  }
+
+  /**
+   * The endpoints of this fabric that are open, in the order they were opened.
+   *
+   * @return a snapshot
+   */
+  public List<FakeEndpoint> endpoints() {
+    synchronized (lock) {
+      return List.copyOf(endpoints);
+    }
+  }
+
+  /**
+   * The open endpoint with this address, for example the one a fabric service opened (its local
+   * address is what clients insert).
+   *
+   * @param address an endpoint's address
+   * @return the endpoint, or empty when no open endpoint of this fabric has it
+   */
+  public Optional<FakeEndpoint> endpoint(byte[] address) {
+    synchronized (lock) {
+      return Optional.ofNullable(endpointAt(address));
+    }
+  }
+
+  /**
+   * What every endpoint of this fabric, open or closed, was asked to do.
+   *
+   * @return a snapshot
+   */
+  public FakeCounters counters() {
+    synchronized (lock) {
+      return counts.snapshot();
+    }
+  }
+
+  /**
+   * Whether {@link #close()} ran.
+   *
+   * @return whether closed
+   */
+  public boolean isClosed() {
+    synchronized (lock) {
+      return closed;
+    }
+  }
+
+  /**
+   * Closes every endpoint still open and unregisters the name, which may then be created again.
+   * Idempotent; any thread. Close the services using the fabric first: their endpoints' next calls
+   * are violations.
+   */
+  @Override
+  public void close() {
+    synchronized (lock) {
+      if (!closed) {
+        for (FakeEndpoint endpoint : List.copyOf(endpoints)) {
+          endpoint.close();
+        }
+        closed = true;
+      }
+    }
+    synchronized (REGISTRY_LOCK) {
+      REGISTRY.remove(name, this);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "FakeFabric[" + name + "]";
+  }
+
+  // --------------------------------------------------- used by endpoints, with `lock` held
+
+  List<FakeEndpoint> openEndpoints() {
+    return endpoints;
+  }
+
+  FakeScript scriptUnlocked() {
+    return script;
+  }
+
+  FakeEndpoint endpointAt(byte[] address) {
+    return endpointsByAddress.get(ByteBuffer.wrap(address));
+  }
+
+  void endpointClosed(FakeEndpoint endpoint) {
+    endpoints.remove(endpoint);
+    endpointsByAddress.remove(ByteBuffer.wrap(endpoint.addressUnsafe()));
+  }
+
+  long nextOpIndex() {
+    return ++acceptedOps;
+  }
+
+  int serial() {
+    return serial;
+  }
+
+  private int lowestFreeQpn() {
+    int qpn = 1;
+    while (true) {
+      boolean taken = false;
+      for (FakeEndpoint endpoint : endpoints) {
+        taken |= endpoint.qpn() == qpn;
+      }
+      if (!taken) {
+        return qpn;
+      }
+      qpn++;
+    }
+  }
+
+  /** Adds a live registration, or returns null when it would exceed the pinnable bytes. */
+  FakeEndpoint.Registration addRegistration(FakeEndpoint owner, long address, long lengthBytes) {
+    if (lengthBytes > script.pinnableBytes - pinnedBytes) {
+      return null;
+    }
+    FakeEndpoint.Registration registration =
+        new FakeEndpoint.Registration(nextRegistrationId++, owner, address, lengthBytes);
+    registrations.put(registration.id, registration);
+    pinnedBytes += lengthBytes;
+    return registration;
+  }
+
+  FakeEndpoint.Registration registration(long id) {
+    return registrations.get(id);
+  }
+
+  boolean registrationWasIssued(long id) {
+    return 0 < id && id < nextRegistrationId;
+  }
+
+  void removeRegistration(FakeEndpoint.Registration registration) {
+    registrations.remove(registration.id);
+    pinnedBytes -= registration.lengthBytes;
+  }
+
+  List<FakeEndpoint.Registration> registrationsOf(FakeEndpoint owner) {
+    List<FakeEndpoint.Registration> owned = new ArrayList<>();
+    for (FakeEndpoint.Registration registration : registrations.values()) {
+      if (registration.owner == owner) {
+        owned.add(registration);
+      }
+    }
+    return owned;
+  }
+
+  long nextKey() {
+    return regions.size() + 1L;
+  }
+
+  void addRegion(FakeEndpoint.Region region) {
+    regions.add(region);
+  }
+
+  FakeEndpoint.Region region(long key) {
+    return 0 < key && key <= regions.size() ? regions.get((int) (key - 1)) : null;
+  }
+
+  void removeRegion(long key) {
+    regions.set((int) (key - 1), null);
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * Provider {@code fake}: an in-JVM fabric with real byte copies and a deterministic fault script,
+ * for the fabric worker's tests and for users' unit tests.
+ *
+ * <ul>
+ *   <li>{@link dev.dma.fake.FakeFabric}: a named fabric, registered process-wide so a configuration
+ *       reaches it through {@code interfaces}; owns the script and the counters.
+ *   <li>{@link dev.dma.fake.FakeEndpoint}: the {@link dev.dma.spi.FabricEndpoint}; RMA copies real
+ *       bytes, checks keys, bounds and access, and counts every contract violation.
+ *   <li>{@link dev.dma.fake.FakeScript}: {@code -FI_EAGAIN}, transmit depth, held and reordered
+ *       completions, failed ops and CQ reads, unreachable peers, and EFA's rules on demand.
+ *   <li>{@link dev.dma.fake.FakeCounters}, {@link dev.dma.fake.OpMatcher}, {@link
+ *       dev.dma.fake.FakeOp}, {@link dev.dma.fake.FiErrno}: what tests assert and script with.
+ *   <li>{@link dev.dma.fake.FakeProvider}: the {@link dev.dma.spi.FabricProvider} named {@code
+ *       fake}.
+ * </ul>
+ */
+package dev.dma.fake;
