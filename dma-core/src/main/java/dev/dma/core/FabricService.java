@@ -252,20 +252,6 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * Runs a task on the worker thread between passes and waits for it (diagnostics and tests).
-   *
-   * @param task the task
-   * @throws DmaException when the worker is gone
-   */
-  void runOnWorker(Runnable task) {
-    Reply<Void> reply = new Reply<>();
-    if (!channel.offer(new Commands.RunOnWorker(task, reply))) {
-      throw DmaException.fabric(FabricWorker.WORKER_GONE);
-    }
-    reply.await("fabric worker exited before running the task");
-  }
-
-  /**
    * Stops accepting transfers, lets every posted transfer complete, fails the never-posted ones
    * with "fabric worker is gone", closes the endpoint and joins the worker (and the checksum pool
    * the service created). Idempotent.

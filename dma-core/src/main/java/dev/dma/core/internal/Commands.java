@@ -31,12 +31,4 @@ public final class Commands {
    * @param reply answered with {@code null} on success
    */
   public record Pin(long base, long lengthBytes, Reply<Void> reply) {}
-
-  /**
-   * Run a task on the worker thread (tests and diagnostics).
-   *
-   * @param task what to run
-   * @param reply answered with {@code null} when it ran
-   */
-  public record RunOnWorker(Runnable task, Reply<Void> reply) {}
 }

@@ -4,6 +4,7 @@ import com.google.common.base.Ticker;
 import dev.dma.api.BatchCompleter;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
+import dev.dma.api.Direction;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
@@ -313,13 +314,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
           pin.reply().fail(error);
         }
       }
-      case Commands.RunOnWorker run -> {
-        try {
-          run.task().run();
-        } finally {
-          run.reply().send(null);
-        }
-      }
       default -> throw new IllegalStateException("unknown worker message " + message);
     }
   }
@@ -460,7 +454,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     int code;
     try {
       code =
-          request.direction() instanceof dev.dma.api.Direction.FromPeer
+          request.direction() instanceof Direction.FromPeer
               ? endpoint.postRead(
                   slot,
                   peer,
@@ -566,7 +560,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private void failUnposted(Op<T> op, DmaException error) {
     countFailure(error);
     if (telemetry.metrics) {
-      boolean read = op.request.direction() instanceof dev.dma.api.Direction.FromPeer;
+      boolean read = op.request.direction() instanceof Direction.FromPeer;
       telemetry.transfers.add(1, read ? telemetry.readFailed : telemetry.writeFailed);
     }
     complete(op, Outcome.failed(error));
@@ -629,7 +623,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /** Starts {@code dma.wire} (post to reap) under the submitter's context, and its child wait. */
   private void startWireSpans(Op<T> op) {
-    boolean read = op.request.direction() instanceof dev.dma.api.Direction.FromPeer;
+    boolean read = op.request.direction() instanceof Direction.FromPeer;
     Context parent = op.parent != null ? op.parent : Context.root();
     Span wire =
         telemetry
@@ -647,7 +641,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /** Metrics and span ends for a reaped op. */
   private void recordReaped(Op<T> op, DmaException error) {
-    boolean read = op.request.direction() instanceof dev.dma.api.Direction.FromPeer;
+    boolean read = op.request.direction() instanceof Direction.FromPeer;
     if (telemetry.metrics) {
       var attributes =
           error == null
@@ -784,7 +778,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       }
       case Commands.AddPeer add -> add.reply().abandon();
       case Commands.Pin pin -> pin.reply().abandon();
-      case Commands.RunOnWorker run -> run.reply().abandon();
       default -> {}
     }
     return List.of();

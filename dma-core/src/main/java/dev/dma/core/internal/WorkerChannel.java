@@ -1,6 +1,7 @@
 package dev.dma.core.internal;
 
 import java.lang.invoke.VarHandle;
+import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
@@ -19,6 +20,9 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class WorkerChannel {
   private final MpscQueue<Object> queue;
+  // Messages the worker offered to itself while the queue was full (a completion hook that
+  // resubmits). Waiting for room there would deadlock: only the worker makes room. Worker-only.
+  private final ArrayDeque<Object> overflow = new ArrayDeque<>();
   private final AtomicInteger inside = new AtomicInteger();
   private volatile boolean closed;
   private volatile boolean parked;
@@ -56,6 +60,10 @@ public final class WorkerChannel {
         return false;
       }
       while (!queue.offer(message)) {
+        if (Thread.currentThread() == consumer) {
+          overflow.addLast(message);
+          return true;
+        }
         // Full: the worker is alive (or closing) and draining; wait for room rather than fail.
         if (closed) {
           return false;
@@ -98,16 +106,17 @@ public final class WorkerChannel {
    * @return the message, or {@code null} when none is ready
    */
   public Object poll() {
-    return queue.poll();
+    Object message = queue.poll();
+    return message != null ? message : overflow.pollFirst();
   }
 
   /**
    * Whether the channel is closed and nothing more can ever arrive. Worker only.
    *
-   * @return closed, no offer in progress, and the queue empty (in that order of reading)
+   * @return closed, no offer in progress, and the queues empty (in that order of reading)
    */
   public boolean isDrained() {
-    return closed && inside.get() == 0 && queue.isEmpty();
+    return closed && inside.get() == 0 && queue.isEmpty() && overflow.isEmpty();
   }
 
   /** Blocks until a message may be ready or the channel closes. Worker only. */

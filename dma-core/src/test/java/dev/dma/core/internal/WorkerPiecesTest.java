@@ -126,4 +126,20 @@ class WorkerPiecesTest {
     worker.join(10_000);
     assertEquals(1000, seen.get());
   }
+
+  @Test
+  void theWorkerOfferingToItselfOnAFullQueueNeverWaits() {
+    WorkerChannel channel = new WorkerChannel(2);
+    channel.bind(Thread.currentThread());
+    // The worker's own completion hook resubmitting while the queue is full: waiting for room
+    // would deadlock, since only this thread makes room.
+    for (int i = 0; i < 10; i++) {
+      assertTrue(channel.offer(i));
+    }
+    for (int i = 0; i < 10; i++) {
+      assertEquals(i, channel.poll());
+    }
+    channel.close();
+    assertTrue(channel.isDrained());
+  }
 }
