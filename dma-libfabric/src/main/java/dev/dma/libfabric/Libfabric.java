@@ -1,0 +1,112 @@
+package dev.dma.libfabric;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.dma.api.DmaException;
+import dev.dma.libfabric.internal.Abi;
+import dev.dma.libfabric.internal.Native;
+import dev.dma.spi.Availability;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The loaded libfabric library: whether it is usable here, its version, and what it offers.
+ *
+ * <p>Loading happens once, on first use of this class or of {@link LibfabricEndpoint}, and never
+ * throws: a missing library makes {@link #availability()} unavailable with the reason. The library
+ * is {@code libfabric.so.1}, or the name or absolute path in the system property {@value
+ * #LIBRARY_PROPERTY} (for example AWS's {@code /opt/amazon/efa/lib64/libfabric.so.1}). Loading
+ * keeps the JVM's signal handlers (see the package documentation). Thread-safe and stateless.
+ */
+public final class Libfabric {
+  private Libfabric() {}
+
+  /** The system property that names another libfabric library or path to load. */
+  public static final String LIBRARY_PROPERTY = Native.LIBRARY_PROPERTY;
+
+  /**
+   * Whether libfabric loaded, and why not.
+   *
+   * @return the availability, computed once
+   */
+  public static Availability availability() {
+    String reason = Native.unavailableReason();
+    return reason == null ? Availability.AVAILABLE : Availability.unavailable(reason);
+  }
+
+  /**
+   * {@code fi_version()} of the loaded library, packed as {@code major << 16 | minor}.
+   *
+   * @return the version, or 0 when libfabric is unavailable
+   */
+  public static int version() {
+    return Native.LIBRARY_VERSION;
+  }
+
+  /**
+   * The API version this binding asks for: the smaller of 2.0 and the library's version.
+   *
+   * @return the packed version, or 0 when libfabric is unavailable
+   */
+  public static int apiVersion() {
+    return Native.API_VERSION;
+  }
+
+  /**
+   * The major version of the loaded library (1 or 2).
+   *
+   * @return the major version, or 0 when libfabric is unavailable
+   */
+  public static int majorVersion() {
+    return Native.LIBRARY_VERSION >>> 16;
+  }
+
+  /**
+   * {@code major.minor} of a packed version.
+   *
+   * @param version a packed {@code FI_VERSION}
+   * @return the text
+   */
+  public static String versionText(int version) {
+    return Native.versionText(version);
+  }
+
+  /**
+   * The provider names {@code fi_getinfo} lists with no hints, in its order, without duplicates
+   * (for example {@code tcp;ofi_rxm}, {@code shm}, {@code net}).
+   *
+   * @return the names
+   * @throws DmaException of kind FABRIC when libfabric is unavailable or the query fails
+   */
+  public static List<String> providerNames() {
+    Native.require();
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment out = arena.allocate(JAVA_LONG);
+      int rc = Native.getinfo(0, 0, 0, out.address());
+      if (rc != 0) {
+        throw DmaException.fabric(Native.failure("fi_getinfo", rc));
+      }
+      long list = out.get(JAVA_LONG, 0);
+      try {
+        Set<String> names = new LinkedHashSet<>();
+        for (long entry = list; entry != 0; entry = Native.word(entry + Abi.INFO_NEXT)) {
+          long fabricAttr = Native.word(entry + Abi.INFO_FABRIC_ATTR);
+          String name =
+              fabricAttr == 0
+                  ? null
+                  : Native.string(Native.word(fabricAttr + Abi.FABRIC_ATTR_PROV_NAME));
+          if (name != null) {
+            names.add(name);
+          }
+        }
+        return new ArrayList<>(names);
+      } finally {
+        Native.freeinfo(list);
+      }
+    }
+  }
+}

@@ -1,0 +1,555 @@
+package dev.dma.libfabric.internal;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * The hand-written libfabric binding: library loading (with the signal-handler guard), one
+ * address-less downcall handle per C signature, and small helpers over raw addresses.
+ *
+ * <p>Pointers cross the boundary as {@code long}s (an x86_64/AArch64 pointer travels in the same
+ * integer register as a 64-bit integer), so no call on the data path allocates a {@link
+ * MemorySegment}; only the target function is a segment, created once per object when its ops table
+ * is read. libfabric's {@code static inline} wrappers are reproduced by reading the ops table from
+ * the object and calling the function pointer through these handles.
+ *
+ * <p>Class initialization never throws: when {@code libfabric.so.1} cannot be loaded, {@link
+ * #unavailableReason()} says why and every libfabric call site checks {@link #require()} first.
+ *
+ * <p>Thread-safe: everything here is immutable after class initialization. Internal: not exported.
+ */
+public final class Native {
+  private Native() {}
+
+  private static final Linker LINKER = Linker.nativeLinker();
+
+  /**
+   * All of memory, for reading and writing native structs by address. Bounds are the caller's
+   * responsibility, as in C.
+   */
+  @SuppressWarnings("restricted")
+  public static final MemorySegment MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
+  // ---- one handle per C signature; the first argument is always the function pointer ----
+
+  /** {@code int f(void*, void*, void**, void*)}: domain, cq_open, av_open, endpoint, av_remove. */
+  public static final MethodHandle I_LLLL =
+      handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+
+  /** {@code int f(void*, void*, void*)}: fi_fabric, fi_getname, fi_ep_bind. */
+  public static final MethodHandle I_LLL =
+      handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+
+  /** {@code int f(void*)}: fi_close, unsetenv. */
+  public static final MethodHandle I_L = handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+
+  /** {@code int f(void*, int, void*)}: fi_control (fi_enable). */
+  public static final MethodHandle I_LIL =
+      handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG));
+
+  /** {@code int f(void*, void*, int)}: setenv. */
+  public static final MethodHandle I_LLI =
+      handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT));
+
+  /** {@code int f(int, void*, void*)}: sigaction. */
+  public static final MethodHandle I_ILL =
+      handle(FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
+
+  /** {@code int f(uint32_t, char*, char*, uint64_t, fi_info*, fi_info**)}: fi_getinfo. */
+  public static final MethodHandle I_ILLLLL =
+      handle(
+          FunctionDescriptor.of(
+              JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+
+  /** {@code int f(void*, void*, size_t, fi_addr_t*, uint64_t, void*)}: fi_av_insert. */
+  public static final MethodHandle I_LLLLLL =
+      handle(
+          FunctionDescriptor.of(
+              JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+
+  /** {@code int f(fid*, void*, size_t, u64, u64, u64, u64, fid_mr**, void*)}: fi_mr_reg. */
+  public static final MethodHandle I_LLLLLLLLL =
+      handle(
+          FunctionDescriptor.of(
+              JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG,
+              JAVA_LONG, JAVA_LONG));
+
+  /** {@code void f(void*)}: fi_freeinfo, free. */
+  public static final MethodHandle V_L = handle(FunctionDescriptor.ofVoid(JAVA_LONG));
+
+  /** {@code void* f(void*)}: fi_dupinfo, strdup. */
+  public static final MethodHandle L_L = handle(FunctionDescriptor.of(JAVA_LONG, JAVA_LONG));
+
+  /** {@code uint32_t f(void)}: fi_version. */
+  public static final MethodHandle I_ = handle(FunctionDescriptor.of(JAVA_INT));
+
+  /** {@code char* f(int)}: fi_strerror. */
+  public static final MethodHandle L_I = handle(FunctionDescriptor.of(JAVA_LONG, JAVA_INT));
+
+  /** {@code char* f(void*, int, void*, char*, size_t)}: fi_cq_strerror. */
+  public static final MethodHandle L_LILLL =
+      handle(
+          FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+
+  /**
+   * {@code ssize_t f(void*, void*, uint64_t)}: fi_writemsg, fi_cq_read, fi_cq_readerr. Critical:
+   * these return at once (a post or a non-blocking queue read), and critical linkage drops the
+   * thread-state transition from the hottest calls.
+   */
+  public static final MethodHandle L_LLL_CRITICAL =
+      handle(
+          FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+          Linker.Option.critical(false));
+
+  /**
+   * {@code ssize_t f(ep, buf, len, desc, fi_addr, addr, key, context)}: fi_read. Critical as above.
+   */
+  public static final MethodHandle L_LLLLLLLL_CRITICAL =
+      handle(
+          FunctionDescriptor.of(
+              JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG,
+              JAVA_LONG, JAVA_LONG),
+          Linker.Option.critical(false));
+
+  // ---- libc ----
+
+  private static final MemorySegment SETENV = libc("setenv");
+  private static final MemorySegment UNSETENV = libc("unsetenv");
+  private static final MemorySegment SIGACTION = libc("sigaction");
+  private static final MemorySegment STRDUP = libc("strdup");
+  private static final MemorySegment FREE = libc("free");
+
+  /** The signals whose handlers the JVM relies on and libraries have been seen to replace. */
+  private static final int[] GUARDED_SIGNALS = {Abi.SIGSEGV, Abi.SIGBUS, Abi.SIGILL, Abi.SIGFPE};
+
+  // ---- libfabric ----
+
+  /** The library loaded when {@link #LIBRARY_PROPERTY} is not set: the SONAME of 1.x and 2.x. */
+  public static final String DEFAULT_LIBRARY = "libfabric.so.1";
+
+  /**
+   * System property naming the libfabric library to load instead of {@link #DEFAULT_LIBRARY}: a
+   * name the dynamic loader searches for, or an absolute path (for example AWS's {@code
+   * /opt/amazon/efa/lib64/libfabric.so.1}). Read once, when the binding loads.
+   */
+  public static final String LIBRARY_PROPERTY = "dma.libfabric.library";
+
+  /** Why libfabric is unusable, or null when it loaded. */
+  private static final String UNAVAILABLE;
+
+  /** {@code fi_getinfo}. */
+  public static final MemorySegment FI_GETINFO;
+
+  /** {@code fi_freeinfo}. */
+  public static final MemorySegment FI_FREEINFO;
+
+  /** {@code fi_dupinfo}. */
+  public static final MemorySegment FI_DUPINFO;
+
+  /** {@code fi_fabric}. */
+  public static final MemorySegment FI_FABRIC;
+
+  /** {@code fi_strerror}. */
+  public static final MemorySegment FI_STRERROR;
+
+  /** {@code fi_version()} of the loaded library, or 0 when it is unavailable. */
+  public static final int LIBRARY_VERSION;
+
+  /**
+   * The API version every call asks for: {@code min(FI_VERSION(2,0), fi_version())}. Asking a
+   * library for a newer API than it has makes {@code fi_getinfo} fail with {@code -FI_ENOSYS}.
+   */
+  public static final int API_VERSION;
+
+  static {
+    String reason = null;
+    MemorySegment getinfo = MemorySegment.NULL;
+    MemorySegment freeinfo = MemorySegment.NULL;
+    MemorySegment dupinfo = MemorySegment.NULL;
+    MemorySegment fabric = MemorySegment.NULL;
+    MemorySegment strerror = MemorySegment.NULL;
+    int version = 0;
+    try {
+      SymbolLookup library = load();
+      getinfo = symbol(library, "fi_getinfo");
+      freeinfo = symbol(library, "fi_freeinfo");
+      dupinfo = symbol(library, "fi_dupinfo");
+      fabric = symbol(library, "fi_fabric");
+      strerror = symbol(library, "fi_strerror");
+      version = (int) I_.invokeExact(symbol(library, "fi_version"));
+      if ((version >>> 16) < 1) {
+        reason =
+            "libfabric.so.1 reports version " + versionText(version) + ": dma needs 1.x or 2.x";
+      }
+    } catch (LibraryMissing missing) {
+      reason = missing.getMessage();
+    } catch (IllegalCallerException denied) {
+      reason =
+          "native access to libfabric is denied: run java with --enable-native-access=ALL-UNNAMED"
+              + " (or =dev.dma.libfabric on the module path) ("
+              + denied.getMessage()
+              + ")";
+    } catch (Throwable failed) {
+      reason = "libfabric.so.1 could not be loaded: " + failed;
+    }
+    UNAVAILABLE = reason;
+    FI_GETINFO = getinfo;
+    FI_FREEINFO = freeinfo;
+    FI_DUPINFO = dupinfo;
+    FI_FABRIC = fabric;
+    FI_STRERROR = strerror;
+    LIBRARY_VERSION = reason == null ? version : 0;
+    API_VERSION = reason == null ? Math.min(Abi.FI_VERSION_2_0, version) : 0;
+  }
+
+  /** A failure to find the library or one of its symbols, with the sentence to show the user. */
+  private static final class LibraryMissing extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    LibraryMissing(String message) {
+      super(message, null, false, false);
+    }
+  }
+
+  @SuppressWarnings("restricted")
+  private static SymbolLookup load() throws Throwable {
+    // libinfinipath (linked by Debian's psm provider) installs a SIGSEGV handler in its ELF
+    // constructor that exit(1)s on the first implicit null check in JIT code; these variables
+    // make it (and libpsm2) skip that. The sigaction save/restore below is the second line.
+    try (Arena arena = Arena.ofConfined()) {
+      int ignored =
+          (int)
+              I_LLI.invokeExact(
+                  SETENV,
+                  arena.allocateFrom("IPATH_NO_BACKTRACE").address(),
+                  arena.allocateFrom("1").address(),
+                  1);
+      ignored = (int) I_L.invokeExact(UNSETENV, arena.allocateFrom("HFI_BACKTRACE").address());
+    }
+    String name = System.getProperty(LIBRARY_PROPERTY, DEFAULT_LIBRARY);
+    try (var _ = SignalGuard.save()) {
+      return SymbolLookup.libraryLookup(name, Arena.global());
+    } catch (IllegalArgumentException notFound) {
+      throw new LibraryMissing(
+          DEFAULT_LIBRARY.equals(name)
+              ? "libfabric.so.1 was not found: install it (Debian: apt-get install libfabric1)"
+              : name + " was not found (it is named by -D" + LIBRARY_PROPERTY + ")");
+    }
+  }
+
+  private static MemorySegment symbol(SymbolLookup library, String name) throws LibraryMissing {
+    return library
+        .find(name)
+        .orElseThrow(
+            () ->
+                new LibraryMissing(
+                    "libfabric.so.1 has no symbol " + name + ": it is too old or not libfabric"));
+  }
+
+  private static MemorySegment libc(String name) {
+    return LINKER
+        .defaultLookup()
+        .find(name)
+        .orElseThrow(() -> new IllegalStateException("libc has no " + name));
+  }
+
+  @SuppressWarnings("restricted")
+  private static MethodHandle handle(FunctionDescriptor descriptor, Linker.Option... options) {
+    return LINKER.downcallHandle(descriptor, options);
+  }
+
+  /**
+   * Why libfabric cannot be used here, or null when it loaded.
+   *
+   * @return the reason, a sentence a user can act on, or null
+   */
+  public static String unavailableReason() {
+    return UNAVAILABLE;
+  }
+
+  /**
+   * Fails unless libfabric loaded.
+   *
+   * @throws dev.dma.api.DmaException of kind FABRIC with the reason
+   */
+  public static void require() {
+    if (UNAVAILABLE != null) {
+      throw dev.dma.api.DmaException.fabric(UNAVAILABLE);
+    }
+  }
+
+  /**
+   * {@code major.minor} of a packed {@code FI_VERSION}.
+   *
+   * @param version the packed version
+   * @return the text
+   */
+  public static String versionText(int version) {
+    return (version >>> 16) + "." + (version & 0xffff);
+  }
+
+  // ---- helpers ----
+
+  /**
+   * A function pointer read from an ops table, as the target of a downcall.
+   *
+   * @param table the ops table's address
+   * @param offset the function's offset in the table
+   * @param what the name for the error message
+   * @return the function
+   * @throws dev.dma.api.DmaException when the provider left the slot empty
+   */
+  public static MemorySegment function(long table, long offset, String what) {
+    long pointer = table == 0 ? 0 : MEMORY.get(JAVA_LONG, table + offset);
+    if (pointer == 0) {
+      throw dev.dma.api.DmaException.fabric(what + ": the provider does not implement it");
+    }
+    return MemorySegment.ofAddress(pointer);
+  }
+
+  /**
+   * Reads a pointer-sized field.
+   *
+   * @param address the field's address
+   * @return its value
+   */
+  public static long word(long address) {
+    return MEMORY.get(JAVA_LONG, address);
+  }
+
+  /**
+   * Reads a 4-byte field.
+   *
+   * @param address the field's address
+   * @return its value
+   */
+  public static int int32(long address) {
+    return MEMORY.get(JAVA_INT, address);
+  }
+
+  /**
+   * A NUL-terminated UTF-8 string.
+   *
+   * @param address the first byte, or 0
+   * @return the string, or null for address 0
+   */
+  public static String string(long address) {
+    return address == 0 ? null : MEMORY.getString(address);
+  }
+
+  /**
+   * {@code fi_strerror(abs(code))}.
+   *
+   * @param code a libfabric code, either sign
+   * @return the text
+   */
+  public static String strerror(int code) {
+    if (UNAVAILABLE != null) {
+      return "libfabric error " + Math.abs(code);
+    }
+    try {
+      String text = string((long) L_I.invokeExact(FI_STRERROR, Math.abs(code)));
+      return text == null ? "Unknown error " + Math.abs(code) : text;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * The failure text of a checked call: {@code "{what}: {fi_strerror(-code)} ({code})"}.
+   *
+   * @param what the step label
+   * @param code the negative return code
+   * @return the text
+   */
+  public static String failure(String what, long code) {
+    return what + ": " + strerror((int) code) + " (" + code + ")";
+  }
+
+  /**
+   * A libc {@code strdup} of a string, for fields that {@code fi_freeinfo} will {@code free()}.
+   *
+   * @param value the string, without NUL characters
+   * @return the malloc'ed copy, never 0
+   */
+  public static long strdup(String value) {
+    try (Arena arena = Arena.ofConfined()) {
+      long copy = (long) L_L.invokeExact(STRDUP, arena.allocateFrom(value).address());
+      if (copy == 0) {
+        throw new OutOfMemoryError("strdup");
+      }
+      return copy;
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * Invokes {@code fi_freeinfo}.
+   *
+   * @param info the list, or 0 (ignored)
+   */
+  public static void freeinfo(long info) {
+    if (info == 0) {
+      return;
+    }
+    try {
+      V_L.invokeExact(FI_FREEINFO, info);
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * Invokes {@code fi_dupinfo}.
+   *
+   * @param info the entry to copy, or 0 for a blank one (what {@code fi_allocinfo} does)
+   * @return the copy, or 0 when it failed
+   */
+  public static long dupinfo(long info) {
+    try {
+      return (long) L_L.invokeExact(FI_DUPINFO, info);
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * Invokes {@code fi_getinfo} inside a {@link SignalGuard}, because it may load DL providers whose
+   * constructors install signal handlers.
+   *
+   * @param node the node string's address, or 0
+   * @param flags the flags ({@code FI_SOURCE} or 0)
+   * @param hints the hints, or 0
+   * @param out where the result list pointer is written
+   * @return 0 or a negative {@code FI_E*} code
+   */
+  public static int getinfo(long node, long flags, long hints, long out) {
+    try (var _ = SignalGuard.save()) {
+      return (int) I_ILLLLL.invokeExact(FI_GETINFO, API_VERSION, node, 0L, flags, hints, out);
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * {@code fi_close(fid)}: {@code fid->ops->close(fid)}.
+   *
+   * @param fid the object, not 0
+   * @return 0 or a negative code
+   */
+  public static int close(long fid) {
+    try {
+      return (int)
+          I_L.invokeExact(function(word(fid + Abi.FID_OPS), Abi.OPS_CLOSE, "fi_close"), fid);
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * The JVM's handlers for SIGSEGV, SIGBUS, SIGILL and SIGFPE, saved with {@code sigaction} and put
+   * back on {@link #close()}.
+   *
+   * <p>HotSpot raises SIGSEGV on purpose (implicit null checks in JIT code, safepoint polls).
+   * Libraries loaded by libfabric, and shm's first {@code fi_endpoint}, replace these handlers with
+   * ones that exit the process or unlink shared memory; restoring the JVM's handlers after each
+   * such call keeps the JVM alive and the shm names in place. Use one guard per call, on one
+   * thread, in a try-with-resources.
+   */
+  public static final class SignalGuard implements AutoCloseable {
+    private final Arena arena;
+    private final MemorySegment saved;
+
+    private SignalGuard(Arena arena, MemorySegment saved) {
+      this.arena = arena;
+      this.saved = saved;
+    }
+
+    /**
+     * Saves the current handlers.
+     *
+     * @return the guard; closing it restores them
+     */
+    public static SignalGuard save() {
+      Arena arena = Arena.ofConfined();
+      MemorySegment saved = arena.allocate(Abi.SIGACTION_SIZE * GUARDED_SIGNALS.length, 16);
+      for (int i = 0; i < GUARDED_SIGNALS.length; i++) {
+        sigaction(GUARDED_SIGNALS[i], 0, saved.address() + i * Abi.SIGACTION_SIZE);
+      }
+      return new SignalGuard(arena, saved);
+    }
+
+    /** Puts the saved handlers back and frees the saved copies. */
+    @Override
+    public void close() {
+      try {
+        for (int i = 0; i < GUARDED_SIGNALS.length; i++) {
+          sigaction(GUARDED_SIGNALS[i], saved.address() + i * Abi.SIGACTION_SIZE, 0);
+        }
+      } finally {
+        arena.close();
+      }
+    }
+
+    private static void sigaction(int signal, long action, long old) {
+      try {
+        int rc = (int) I_ILL.invokeExact(SIGACTION, signal, action, old);
+        if (rc != 0) {
+          throw new IllegalStateException("sigaction(" + signal + ") failed");
+        }
+      } catch (RuntimeException | Error rethrown) {
+        throw rethrown;
+      } catch (Throwable impossible) {
+        throw new AssertionError(impossible);
+      }
+    }
+  }
+
+  /**
+   * The address of the JVM's current SIGSEGV handler ({@code sa_handler}, the first field of {@code
+   * struct sigaction}), for tests that check the guard works.
+   *
+   * @return the handler address
+   */
+  public static long currentSegvHandler() {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment action = arena.allocate(Abi.SIGACTION_SIZE, 16);
+      int rc = (int) I_ILL.invokeExact(SIGACTION, Abi.SIGSEGV, 0L, action.address());
+      if (rc != 0) {
+        throw new IllegalStateException("sigaction failed");
+      }
+      return action.get(JAVA_LONG, 0);
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * Frees memory from {@code malloc}.
+   *
+   * @param address the block, or 0
+   */
+  public static void free(long address) {
+    try {
+      V_L.invokeExact(FREE, address);
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+}

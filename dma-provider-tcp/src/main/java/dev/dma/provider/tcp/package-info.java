@@ -1,0 +1,2 @@
+/** Provider {@code tcp} ({@link dev.dma.provider.tcp.TcpProvider}): libfabric RMA over TCP. */
+package dev.dma.provider.tcp;
