@@ -124,8 +124,8 @@ public final class FabricProviders {
     throw DmaException.fabric(
         "no provider named \""
             + name
-            + "\" is installed; add its jar (for example dma-provider-"
-            + name.replaceFirst(":.*", "")
+            + "\" is installed; add its jar (for example "
+            + (name.startsWith("libfabric:") ? "dma-libfabric" : "dma-provider-" + name)
             + ") to the class path"
             + describe(providers));
   }

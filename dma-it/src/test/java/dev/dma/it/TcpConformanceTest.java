@@ -1,6 +1,9 @@
 package dev.dma.it;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
 
 /** The conformance suite on the {@code tcp} provider over 127.0.0.1. */
 class TcpConformanceTest extends ConformanceSuite {
@@ -15,5 +18,14 @@ class TcpConformanceTest extends ConformanceSuite {
   @Override
   protected byte[] deadPeerAddress() {
     return DEAD_PEER.clone();
+  }
+
+  /** tcp answers -FI_EAGAIN for as long as it is asked, so the progress deadline is what fails it. */
+  @Override
+  protected void deadPeerFailure(DmaException error) {
+    assertEquals(
+        "no progress posting for 50ms: peer unreachable or transmit queue stuck", error.getMessage());
+    assertEquals(DmaException.Kind.TRANSFER, error.kind());
+    assertEquals(11, error.fabricErrno());
   }
 }

@@ -13,6 +13,7 @@ import dev.dma.api.DmaConfiguration;
 import dev.dma.api.Operands;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
+import dev.dma.core.PassiveTarget;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import dev.dma.fake.OpMatcher;
@@ -133,6 +134,44 @@ class TelemetryTest {
     assertEquals(1000L, checksum.getAttributes().get(AttributeKey.longKey("dma.length")));
     assertEquals(StatusCode.UNSET, wire.getStatus().getStatusCode());
     assertTrue(all.stream().noneMatch(span -> span.getName().equals("dma.worker_pass")));
+  }
+
+  @Test
+  void oneTransfersSpanTreeOnTcp() throws Exception {
+    DmaConfiguration configuration =
+        DmaConfiguration.builder().providers("tcp").bind("127.0.0.1").build();
+    Collector<Buffer> completions = new Collector<>();
+    try (PassiveTarget client = PassiveTarget.start(configuration);
+        FabricService<Buffer> service =
+            FabricService.<Buffer>builder(configuration)
+                .completer(completions)
+                .openTelemetry(sdk)
+                .start()) {
+      Advertisement ad = client.expose(arena.allocate(65536), true, true).advertisement();
+      Span request = sdk.getTracer("test").spanBuilder("dma.set").startSpan();
+      Scope scope = request.makeCurrent();
+      try {
+        assertTrue(
+            service.submit(
+                TransferRequest.to(
+                    5, ad, Direction.fromPeer(65536), true, new Buffer(1, arena.allocate(65536)))));
+      } finally {
+        scope.close();
+      }
+      assertTrue(completions.take().outcome().isDone());
+      request.end();
+    }
+    List<SpanData> all = spans.getFinishedSpanItems();
+    SpanData set = named(all, "dma.set");
+    SpanData wire = named(all, "dma.wire");
+    assertEquals(set.getSpanId(), wire.getParentSpanId());
+    assertEquals(wire.getSpanId(), named(all, "dma.await_completion").getParentSpanId());
+    assertEquals(wire.getSpanId(), named(all, "dma.checksum").getParentSpanId());
+    assertEquals("read", wire.getAttributes().get(AttributeKey.stringKey("dma.direction")));
+    assertEquals("tcp", wire.getAttributes().get(AttributeKey.stringKey("dma.provider")));
+    assertEquals(65536L, wire.getAttributes().get(AttributeKey.longKey("dma.length")));
+    // tcp registers nothing locally, so there is no registration span.
+    assertTrue(all.stream().noneMatch(span -> span.getName().equals("dma.region_register")));
   }
 
   private static long sum(Collection<MetricData> all, String name, Attributes match) {
