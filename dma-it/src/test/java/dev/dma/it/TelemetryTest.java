@@ -174,6 +174,43 @@ class TelemetryTest {
     assertTrue(all.stream().noneMatch(span -> span.getName().equals("dma.region_register")));
   }
 
+  @Test
+  void workerPassesAreTracedOnlyWhenAskedAndOnlyWhenSomethingMoved() throws Exception {
+    try (FakeFabric fabric = FakeFabric.create("telemetry-passes")) {
+      FakeEndpoint target = fabric.openEndpoint();
+      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Collector<Buffer> completions = new Collector<>();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
+      try (FabricService<Buffer> service =
+          FabricService.<Buffer>builder(configuration)
+              .completer(completions)
+              .openTelemetry(sdk)
+              .traceWorkerPasses(true)
+              .start()) {
+        for (int i = 0; i < 3; i++) {
+          assertTrue(
+              service.submit(
+                  TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(i, arena.allocate(64)))));
+          assertTrue(completions.take().outcome().isDone());
+        }
+        // Idle now: parked, so no further passes are recorded however long we wait.
+        Thread.sleep(50);
+      }
+      target.close();
+    }
+    List<SpanData> passes =
+        spans.getFinishedSpanItems().stream()
+            .filter(span -> span.getName().equals("dma.worker_pass"))
+            .toList();
+    assertTrue(passes.size() >= 3 && passes.size() <= 12, passes.size() + " passes");
+    for (SpanData pass : passes) {
+      long posted = pass.getAttributes().get(AttributeKey.longKey("dma.posted"));
+      long reaped = pass.getAttributes().get(AttributeKey.longKey("dma.reaped"));
+      assertTrue(posted + reaped > 0, "a pass that moved nothing was recorded");
+    }
+  }
+
   private static long sum(Collection<MetricData> all, String name, Attributes match) {
     return all.stream()
         .filter(metric -> metric.getName().equals(name))
