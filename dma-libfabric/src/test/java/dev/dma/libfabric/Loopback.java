@@ -16,19 +16,20 @@ import java.util.function.Supplier;
 /**
  * Two endpoints in one JVM, driven by the calling thread: an initiator with op slots and a passive
  * target that exposes a segment and is progressed on every pass. Every wait is bounded (a hang
- * fails the test instead of the build); nothing asserts on timing.
+ * fails the test instead of the build); nothing asserts on timing. Shared with dma-provider-tcp's
+ * tests through this module's test jar.
  */
-final class Loopback implements AutoCloseable {
-  static final long DEADLINE_NS = TimeUnit.SECONDS.toNanos(60);
-  static final int SLOTS = 64;
+public final class Loopback implements AutoCloseable {
+  public static final long DEADLINE_NS = TimeUnit.SECONDS.toNanos(60);
+  public static final int SLOTS = 64;
 
-  final Arena arena = Arena.ofShared();
-  final FabricEndpoint initiator;
-  final FabricEndpoint target;
-  final long peer;
-  final Recorder sink = new Recorder(SLOTS);
+  public final Arena arena = Arena.ofShared();
+  public final FabricEndpoint initiator;
+  public final FabricEndpoint target;
+  public final long peer;
+  public final Recorder sink = new Recorder(SLOTS);
 
-  Loopback(Supplier<FabricEndpoint> opener) {
+  public Loopback(Supplier<FabricEndpoint> opener) {
     FabricEndpoint first = opener.get();
     FabricEndpoint second;
     try {
@@ -44,14 +45,14 @@ final class Loopback implements AutoCloseable {
   }
 
   /** Records completions per slot. */
-  static final class Recorder implements CompletionSink {
-    final int[] state; // 0 idle/pending, 1 ok, 2 failed
-    final String[] message;
-    final int[] errno;
-    int completed;
-    int failed;
+  public static final class Recorder implements CompletionSink {
+    public final int[] state; // 0 idle/pending, 1 ok, 2 failed
+    public final String[] message;
+    public final int[] errno;
+    public int completed;
+    public int failed;
 
-    Recorder(int slots) {
+    public Recorder(int slots) {
       state = new int[slots];
       message = new String[slots];
       errno = new int[slots];
@@ -73,14 +74,14 @@ final class Loopback implements AutoCloseable {
   }
 
   /** One pass: reap the initiator, progress the target. */
-  int pump() {
+  public int pump() {
     int n = initiator.reap(sink, SLOTS);
     target.progress();
     return n;
   }
 
   /** Posts one operation on {@code slot}, reaping on AGAIN; returns the post's final code. */
-  int post(boolean write, int slot, long peer, MemorySegment local, long remoteAddress, long key) {
+  public int post(boolean write, int slot, long peer, MemorySegment local, long remoteAddress, long key) {
     long deadline = System.nanoTime() + DEADLINE_NS;
     sink.state[slot] = 0;
     while (true) {
@@ -101,7 +102,7 @@ final class Loopback implements AutoCloseable {
   }
 
   /** Waits until {@code slot} completed or failed; returns its state (1 ok, 2 failed). */
-  int await(int slot) {
+  public int await(int slot) {
     long deadline = System.nanoTime() + DEADLINE_NS;
     while (sink.state[slot] == 0) {
       pump();
@@ -113,23 +114,23 @@ final class Loopback implements AutoCloseable {
   }
 
   /** One transfer that must succeed. */
-  void transfer(boolean write, MemorySegment local, long remoteAddress, long key) {
+  public void transfer(boolean write, MemorySegment local, long remoteAddress, long key) {
     int rc = post(write, 0, peer, local, remoteAddress, key);
     assertEquals(FabricEndpoint.POSTED, rc, () -> "post: " + initiator.errorText(rc));
     int state = await(0);
     assertEquals(1, state, () -> "transfer failed: " + sink.message[0]);
   }
 
-  ExposedRegion expose(MemorySegment segment, boolean read, boolean write) {
+  public ExposedRegion expose(MemorySegment segment, boolean read, boolean write) {
     return target.expose(segment, read, write);
   }
 
-  static long remote(Advertisement advertisement, long offset) {
+  public static long remote(Advertisement advertisement, long offset) {
     return advertisement.remoteAddress() + offset;
   }
 
   /** Fills with a deterministic pseudo-random pattern (xorshift), fast for 64 MiB. */
-  static void fill(MemorySegment segment, long seed) {
+  public static void fill(MemorySegment segment, long seed) {
     long x = seed | 1;
     long longs = segment.byteSize() / 8;
     for (long i = 0; i < longs; i++) {
@@ -144,8 +145,8 @@ final class Loopback implements AutoCloseable {
   }
 
   /** An arena as a resource, for tests that need memory but no loopback pair. */
-  static final class Arena2 implements AutoCloseable {
-    final Arena arena = Arena.ofShared();
+  public static final class Arena2 implements AutoCloseable {
+    public final Arena arena = Arena.ofShared();
 
     @Override
     public void close() {

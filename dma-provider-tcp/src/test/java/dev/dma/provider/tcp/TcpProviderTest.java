@@ -1,5 +1,7 @@
 package dev.dma.provider.tcp;
 
+import dev.dma.libfabric.Loopback;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
