@@ -1,5 +1,6 @@
 package dev.dma.core;
 
+import dev.dma.core.internal.Threads;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.List;
@@ -77,18 +78,8 @@ public final class ChecksumPool implements AutoCloseable {
     for (Worker worker : workers) {
       worker.queue.add(STOP);
     }
-    boolean interrupted = false;
     for (Worker worker : workers) {
-      while (worker.thread.isAlive()) {
-        try {
-          worker.thread.join();
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
+      Threads.joinUninterruptibly(worker.thread);
     }
   }
 

@@ -2,6 +2,7 @@ package dev.dma.core;
 
 import com.google.common.base.Ticker;
 import dev.dma.core.internal.Telemetry;
+import dev.dma.core.internal.Threads;
 import io.opentelemetry.api.GlobalOpenTelemetry;
 import io.opentelemetry.api.OpenTelemetry;
 import io.opentelemetry.context.Context;
@@ -259,19 +260,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   @Override
   public void close() {
     channel.close();
-    boolean interrupted = false;
-    while (worker.isAlive()) {
-      try {
-        worker.join();
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
-    }
+    Threads.joinUninterruptibly(worker);
     if (ownedPool != null) {
       ownedPool.close();
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
     }
   }
 
@@ -409,7 +400,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       try {
         answer = ready.await("fabric worker exited before signalling readiness");
       } catch (DmaException openFailure) {
-        joinUninterruptibly(thread);
+        Threads.joinUninterruptibly(thread);
         closeQuietly(ownedPool);
         throw openFailure;
       }
@@ -482,20 +473,6 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
     private static void closeQuietly(ChecksumPool pool) {
       if (pool != null) {
         pool.close();
-      }
-    }
-
-    private static void joinUninterruptibly(Thread thread) {
-      boolean interrupted = false;
-      while (thread.isAlive()) {
-        try {
-          thread.join();
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-      if (interrupted) {
-        Thread.currentThread().interrupt();
       }
     }
   }

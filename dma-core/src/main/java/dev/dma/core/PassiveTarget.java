@@ -3,6 +3,7 @@ package dev.dma.core;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.core.internal.Reply;
+import dev.dma.core.internal.Threads;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
@@ -212,17 +213,7 @@ public final class PassiveTarget implements AutoCloseable {
   @Override
   public void close() {
     closing = true;
-    boolean interrupted = false;
-    while (thread.isAlive()) {
-      try {
-        thread.join();
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
+    Threads.joinUninterruptibly(thread);
   }
 
   /** A region whose close runs on the target's thread (the endpoint's owner). */
