@@ -25,7 +25,12 @@ public final class InfoEntry implements AutoCloseable {
    * FI_REMOTE_READ | FI_REMOTE_WRITE}.
    */
   public static final long HINT_CAPS =
-      Abi.FI_MSG | Abi.FI_RMA | Abi.FI_READ | Abi.FI_WRITE | Abi.FI_REMOTE_READ | Abi.FI_REMOTE_WRITE;
+      Abi.FI_MSG
+          | Abi.FI_RMA
+          | Abi.FI_READ
+          | Abi.FI_WRITE
+          | Abi.FI_REMOTE_READ
+          | Abi.FI_REMOTE_WRITE;
 
   private long address;
 
@@ -71,7 +76,8 @@ public final class InfoEntry implements AutoCloseable {
   }
 
   /**
-   * A blank entry filled with these facts (every field of {@link InfoFacts}; empty names stay null).
+   * A blank entry filled with these facts (every field of {@link InfoFacts}; empty names stay
+   * null).
    *
    * @param facts the facts
    * @return the entry, owned by the caller
@@ -281,7 +287,8 @@ public final class InfoEntry implements AutoCloseable {
   private long attr(long field) {
     long attr = Native.word(live() + field);
     if (attr == 0) {
-      throw new IllegalStateException("the fi_info entry has no attribute struct at offset " + field);
+      throw new IllegalStateException(
+          "the fi_info entry has no attribute struct at offset " + field);
     }
     return attr;
   }

@@ -20,7 +20,8 @@ import dev.dma.libfabric.internal.Native;
  * @param fabricName {@code fabric_attr->name}, or empty
  * @param domainName {@code domain_attr->name}, or empty
  * @param caps {@code caps}
- * @param mode {@code mode}: the context and buffer requirements the provider puts on every operation
+ * @param mode {@code mode}: the context and buffer requirements the provider puts on every
+ *     operation
  * @param addrFormat {@code addr_format}
  * @param endpointType {@code ep_attr->type} ({@code FI_EP_RDM} = 3)
  * @param mrMode {@code domain_attr->mr_mode}
@@ -108,8 +109,8 @@ public record InfoFacts(
   }
 
   /**
-   * Whether the legacy {@code FI_MR_BASIC} bit is set: it means virtual addresses, provider keys and
-   * allocated memory, so reading only the new bits would send offsets and requested keys.
+   * Whether the legacy {@code FI_MR_BASIC} bit is set: it means virtual addresses, provider keys
+   * and allocated memory, so reading only the new bits would send offsets and requested keys.
    *
    * @return whether {@code FI_MR_BASIC} is set
    */
@@ -164,7 +165,10 @@ public record InfoFacts(
    */
   public String unsupportedReason() {
     if ((mrMode & (Abi.MR_RAW | Abi.MR_ENDPOINT)) != 0) {
-      return "provider " + providerName + " needs mr_mode 0x" + Integer.toHexString(mrMode)
+      return "provider "
+          + providerName
+          + " needs mr_mode 0x"
+          + Integer.toHexString(mrMode)
           + " (FI_MR_RAW or FI_MR_ENDPOINT), which dma does not support";
     }
     return null;

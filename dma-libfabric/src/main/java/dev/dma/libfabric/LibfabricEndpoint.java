@@ -111,6 +111,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   private MemorySegment fnMrReg;
 
   // What libfabric returned.
+  private InfoFacts facts;
   private String providerName = "";
   private String domainName = "";
   private int addrFormat;
@@ -417,33 +418,32 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   private void readBack() {
-    providerName = Optional.ofNullable(providerName(info)).orElse("");
-    domainName = Optional.ofNullable(domainName(info)).orElse("");
-    caps = Native.word(info + Abi.INFO_CAPS);
-    mode = Native.word(info + Abi.INFO_MODE);
-    addrFormat = Native.int32(info + Abi.INFO_ADDR_FORMAT);
-    long domainAttr = Native.word(info + Abi.INFO_DOMAIN_ATTR);
-    mrMode = Native.int32(domainAttr + Abi.DOMAIN_ATTR_MR_MODE);
-    threading = Native.int32(domainAttr + Abi.DOMAIN_ATTR_THREADING);
-    dataProgress = Native.int32(domainAttr + Abi.DOMAIN_ATTR_DATA_PROGRESS);
-    long txAttr = Native.word(info + Abi.INFO_TX_ATTR);
-    long size = Native.word(txAttr + Abi.TX_ATTR_SIZE);
-    txSize = size < 0 || size > Integer.MAX_VALUE ? Integer.MAX_VALUE : (int) size;
-    injectSize = Native.word(txAttr + Abi.TX_ATTR_INJECT_SIZE);
-    // Legacy FI_MR_BASIC means virtual addresses, provider keys and allocated memory; reading
-    // only the new bits would send offsets and requested keys, which fails (or crashes shm).
-    boolean basic = (mrMode & Abi.MR_BASIC) != 0;
-    requiresLocalMr = (mrMode & Abi.MR_LOCAL) != 0;
-    virtualAddressing = basic || (mrMode & Abi.MR_VIRT_ADDR) != 0;
-    providerKeys = basic || (mrMode & Abi.MR_PROV_KEY) != 0;
-    if ((mrMode & (Abi.MR_RAW | Abi.MR_ENDPOINT)) != 0) {
-      throw DmaException.fabric(
-          "provider "
-              + providerName
-              + " needs mr_mode 0x"
-              + Integer.toHexString(mrMode)
-              + " (FI_MR_RAW or FI_MR_ENDPOINT), which dma does not support");
-    }
+    // One reading of the returned entry, and one place for the decisions taken from it, so the
+    // provider modules' policy tests run exactly what the endpoint runs.
+    facts = InfoFacts.read(info);
+    providerName = facts.providerName();
+    domainName = facts.domainName();
+    caps = facts.caps();
+    mode = facts.mode();
+    addrFormat = facts.addrFormat();
+    mrMode = facts.mrMode();
+    threading = facts.threading();
+    dataProgress = facts.dataProgress();
+    txSize = facts.transmitDepth();
+    injectSize = facts.injectSize();
+    requiresLocalMr = facts.requiresLocalMr();
+    virtualAddressing = facts.virtualAddressing();
+    providerKeys = facts.providerKeys();
+    facts.requireSupported();
+  }
+
+  /**
+   * The facts of the {@code fi_info} entry this endpoint opened, and the decisions taken from them.
+   *
+   * @return the facts
+   */
+  public InfoFacts facts() {
+    return facts;
   }
 
   private static void check(String step, int rc) {
