@@ -240,6 +240,8 @@ abstract class ConformanceSuite {
                 configuration().toBuilder().progressDeadline(Duration.ofMillis(50)).build())
             .completer(completions)
             .start();
+    // A new service is a new initiator: where targets must know theirs (efa-direct), tell it.
+    target.insertPeer(service.localAddress());
     MemorySegment local = arena.allocate(64);
     local.fill((byte) 0xab);
     long started = System.nanoTime();

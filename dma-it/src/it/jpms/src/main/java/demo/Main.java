@@ -5,6 +5,7 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricProviders;
@@ -15,12 +16,22 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
-/** Writes 64 KiB over tcp and reads it back; exits non-zero unless the checksums match. */
+/**
+ * Asks for efa-direct (which must fail with its reason here), then writes 64 KiB over tcp and
+ * reads it back; exits non-zero unless the checksums match.
+ */
 public final class Main {
   private Main() {}
 
   public static void main(String[] args) throws Exception {
     System.out.println("providers on the module path: " + FabricProviders.installed().stream().map(p -> p.name()).toList());
+    try {
+      FabricService.start(DmaConfiguration.builder().providers("efa-direct").build(), batch -> {});
+      System.out.println("JPMS FAILED: efa-direct started on a host without EFA");
+      System.exit(1);
+    } catch (DmaException expected) {
+      System.out.println("efa-direct: " + expected.getMessage());
+    }
     DmaConfiguration configuration =
         DmaConfiguration.builder().providers("tcp").bind("127.0.0.1").build();
     LinkedBlockingQueue<Completion<Operands>> done = new LinkedBlockingQueue<>();
