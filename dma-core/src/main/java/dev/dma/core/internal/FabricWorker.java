@@ -92,6 +92,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private List<Checksummed<T>> crcBatch = new ArrayList<>();
   private int drainSpins;
   private int reapedThisPass;
+  private TransferDone lastDone;
 
   /**
    * A worker over an open endpoint.
@@ -257,8 +258,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       }
 
       if (!completions.isEmpty()) {
-        if (completions.size() < TARGET_COMPLETIONS && drainSpins < MAX_DRAIN_SPINS) {
+        if (completions.size() < TARGET_COMPLETIONS
+            && drainSpins < MAX_DRAIN_SPINS
+            && inFlight > 0) {
           // Let the batch grow a little: one downstream lock acquisition per batch, not per op.
+          // Only while more completions can come: with nothing in flight, waiting adds a pass of
+          // progress (0.3 to 0.5 µs on tcp) per spin to every transfer's latency and gains nothing.
           Thread.onSpinWait();
           drainSpins++;
           continue;
@@ -549,8 +554,21 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       accountFinished(op);
       crcBatch.add(new Checksummed<>(context, operand, length, error, wire, telemetry));
     } else {
-      complete(op, error == null ? TransferDone.of(op.lengthBytes) : Outcome.failed(error));
+      complete(op, error == null ? done(op.lengthBytes) : Outcome.failed(error));
     }
+  }
+
+  /**
+   * The outcome of a plain transfer of {@code lengthBytes}: immutable, so the last one is shared
+   * while lengths repeat (they mostly do), leaving the Completion the only allocation per transfer.
+   */
+  private TransferDone done(long lengthBytes) {
+    TransferDone last = lastDone;
+    if (last == null || last.bytes() != lengthBytes) {
+      last = TransferDone.of(lengthBytes);
+      lastDone = last;
+    }
+    return last;
   }
 
   /**

@@ -1,0 +1,378 @@
+package dev.dma.bench;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.Direction;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.core.FabricProviders;
+import dev.dma.core.FabricService;
+import dev.dma.core.MemoryRegion;
+import dev.dma.spi.FabricProvider;
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs a {@link Plan}: one {@link FabricService} driving a {@link ClosedLoop} against targets in
+ * this process, in a child process, or on another host, one point (operation, size) after another.
+ *
+ * <p>Threads: the calling thread controls the run and draws progress; transfers complete and are
+ * resubmitted on the service's worker.
+ */
+final class Bench {
+  /** No completion for this long means the fabric is stuck (the C anchor's watchdog is 10 s too). */
+  static final long STALL_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+  /** How often the progress line is redrawn. */
+  private static final long TICK_MILLIS = 100;
+
+  private Bench() {}
+
+  /** The service's configuration: the provider, the bind address and the window as cap. */
+  static DmaConfiguration configuration(String provider, String bind, int window) {
+    DmaConfiguration.Builder builder =
+        DmaConfiguration.builder().providers(provider).maxInFlight(window);
+    if (bind != null && !provider.equals("fake")) {
+      builder.bind(bind);
+    }
+    return builder.build();
+  }
+
+  /**
+   * Runs every point of the plan.
+   *
+   * @param plan what to measure
+   * @param progress where to draw progress
+   * @return one result per point, in order
+   * @throws Exception when set-up fails (provider, endpoint, target, control connection)
+   */
+  static List<Result> run(Plan plan, Progress progress) throws Exception {
+    DmaConfiguration configuration =
+        configuration(plan.provider(), plan.bind().orElse(null), plan.window());
+    FabricProvider provider = FabricProviders.select(configuration);
+    ClosedLoop loop = new ClosedLoop(plan.window());
+    List<Result> results = new ArrayList<>();
+    try (Arena arena = Arena.ofShared();
+        FabricService<ClosedLoop.Slot> service =
+            FabricService.<ClosedLoop.Slot>builder(configuration)
+                .provider(provider)
+                .completer(loop)
+                .start();
+        Targets targets = Targets.open(plan, configuration, provider, service.localAddress())) {
+      loop.bind(service);
+      for (Control.TargetAd ad : targets.ads()) {
+        if (ad.lengthBytes() < plan.maxSize()) {
+          throw new IllegalArgumentException(
+              "the target exposes "
+                  + ad.lengthBytes()
+                  + " bytes, less than the largest size "
+                  + plan.maxSize()
+                  + "; start it with --buffer "
+                  + plan.maxSize());
+        }
+      }
+      if (service.inFlightCap() < plan.window()) {
+        progress.note(
+            String.format(
+                Locale.ROOT,
+                "note: provider %s posts at most %d transfers at once; the rest of window %d"
+                    + " queue in the worker",
+                plan.provider(),
+                service.inFlightCap(),
+                plan.window()));
+      }
+      String fabric = service.endpointInfo().provider();
+      MemorySegment buffer = arena.allocate(plan.maxSize(), 4096);
+      buffer.fill((byte) 0xa5);
+      List<Advertisement> ads = new ArrayList<>();
+      for (int i = 0; i < targets.ads().size(); i++) {
+        Advertisement ad = targets.ads().get(i).advertisement();
+        service.addPeer(i + 1, ad.address());
+        ads.add(ad);
+      }
+      int points = plan.ops().size() * plan.sizes().size();
+      int point = 0;
+      try (MemoryRegion region = service.register(buffer)) {
+        for (String op : plan.ops()) {
+          for (long size : plan.sizes()) {
+            point++;
+            Direction direction = op.equals("read") ? Direction.fromPeer(size) : Direction.TO_PEER;
+            String label =
+                String.format(
+                    Locale.ROOT, "[%d/%d] %-5s %-7s", point, points, op, Sizes.format(size));
+            Result result =
+                measure(
+                    plan, loop, direction, region.segment().asSlice(0, size), ads, label, progress,
+                    fabric, op, size);
+            results.add(result);
+            if (result.firstError().startsWith("stalled")) {
+              progress.note("stopping: " + result.firstError());
+              return results;
+            }
+          }
+        }
+      }
+    }
+    return results;
+  }
+
+  private static Result measure(
+      Plan plan,
+      ClosedLoop loop,
+      Direction direction,
+      MemorySegment operand,
+      List<Advertisement> ads,
+      String label,
+      Progress progress,
+      String fabric,
+      String op,
+      long size)
+      throws InterruptedException {
+    loop.prepare(direction, operand, ads, plan.checksum());
+    long started = System.nanoTime();
+    loop.start();
+    String stall = null;
+    long lastTotal = -1;
+    long lastMove = started;
+    long warmupEnd = started + plan.warmup().toNanos();
+    boolean counted = plan.iterations() > 0;
+    long durationNanos = plan.duration().toNanos();
+    boolean measuring = false;
+    while (true) {
+      long now = System.nanoTime();
+      ClosedLoop.Snapshot s = loop.snapshot();
+      if (s.total() != lastTotal) {
+        lastTotal = s.total();
+        lastMove = now;
+      } else if (now - lastMove > STALL_NANOS) {
+        stall =
+            "stalled: no transfer completed for 10 s ("
+                + s.outstanding()
+                + " outstanding); is the target progressing?";
+        break;
+      }
+      if (s.finished()) {
+        break;
+      }
+      if (!measuring && now >= warmupEnd) {
+        loop.beginMeasure(counted ? plan.iterations() : Long.MAX_VALUE);
+        measuring = true;
+      } else if (measuring && !counted && now - s.measureStartNanos() >= durationNanos) {
+        break;
+      }
+      if (measuring && s.measuring()) {
+        double seconds = Math.max(1e-9, (now - s.measureStartNanos()) / 1e9);
+        String target =
+            counted
+                ? String.format(Locale.ROOT, "%,d/%,d", s.completed() + s.failed(), plan.iterations())
+                : String.format(Locale.ROOT, "%.1f/%.1fs", seconds, durationNanos / 1e9);
+        progress.update(
+            String.format(
+                Locale.ROOT,
+                "%s %s  %,.1f MB/s  %,.0f transfers/s  errors %d",
+                label,
+                target,
+                s.completed() * (double) operand.byteSize() / seconds / 1e6,
+                s.completed() / seconds,
+                s.failed()));
+      } else {
+        progress.update(label + " warm-up");
+      }
+      loop.awaitFinished(TimeUnit.MILLISECONDS.toNanos(TICK_MILLIS));
+    }
+    loop.stop();
+    boolean drained = loop.awaitDrained(STALL_NANOS);
+    if (!drained && stall == null) {
+      stall = "stalled: transfers did not complete within 10 s after the point ended";
+    }
+    ClosedLoop.Snapshot end = loop.snapshot();
+    LatencyHistogram latencies = loop.latencies();
+    double seconds =
+        end.measureStartNanos() == 0
+            ? 0
+            : Math.max(0, (end.measureEndNanos() - end.measureStartNanos()) / 1e9);
+    String error = stall != null ? stall : loop.firstError();
+    Result result =
+        new Result(
+            plan.provider(),
+            fabric,
+            op,
+            size,
+            plan.window(),
+            plan.processes(),
+            end.completed(),
+            end.failed(),
+            seconds,
+            latencies.percentile(50),
+            latencies.percentile(99),
+            latencies.max(),
+            latencies.mean(),
+            error);
+    progress.done(
+        String.format(
+            Locale.ROOT,
+            "%s %,.1f MB/s  %,.0f transfers/s  p50 %.1f us  p99 %.1f us  errors %d",
+            label,
+            result.megabytesPerSecond(),
+            result.transfersPerSecond(),
+            result.p50Nanos() / 1e3,
+            result.p99Nanos() / 1e3,
+            result.errors()));
+    return result;
+  }
+
+  /** The targets of a run, wherever they are; closing releases them. */
+  abstract static class Targets implements AutoCloseable {
+    abstract List<Control.TargetAd> ads();
+
+    @Override
+    public abstract void close();
+
+    static Targets open(
+        Plan plan, DmaConfiguration configuration, FabricProvider provider, byte[] serverAddress)
+        throws IOException {
+      if (!plan.pasted().isEmpty()) {
+        List<Control.TargetAd> pasted = plan.pasted();
+        return new Targets() {
+          @Override
+          List<Control.TargetAd> ads() {
+            return pasted;
+          }
+
+          @Override
+          public void close() {}
+        };
+      }
+      if (plan.connect().isPresent()) {
+        return remote(plan.connect().get(), serverAddress, null);
+      }
+      if (plan.processes() == 2) {
+        return child(plan, serverAddress);
+      }
+      LocalTargets local = new LocalTargets(configuration, provider, plan.clients(), plan.maxSize());
+      return new Targets() {
+        @Override
+        List<Control.TargetAd> ads() {
+          return local.ads();
+        }
+
+        @Override
+        public void close() {
+          local.close();
+        }
+      };
+    }
+
+    private static Targets remote(String hostPort, byte[] serverAddress, Process child) {
+      int colon = hostPort.lastIndexOf(':');
+      if (colon <= 0) {
+        throw new IllegalArgumentException("--connect wants HOST:PORT, not \"" + hostPort + "\"");
+      }
+      String host = hostPort.substring(0, colon);
+      int port = Integer.parseInt(hostPort.substring(colon + 1));
+      Control.Session session = Control.connect(host, port, serverAddress);
+      return new Targets() {
+        @Override
+        List<Control.TargetAd> ads() {
+          return session.offer().targets();
+        }
+
+        @Override
+        public void close() {
+          session.close();
+          if (child != null) {
+            stopChild(child);
+          }
+        }
+      };
+    }
+
+    /**
+     * Starts {@code dma-bench target} in a child JVM on loopback and connects to it. The child
+     * exits when its standard input closes, so it never outlives this process.
+     */
+    private static Targets child(Plan plan, byte[] serverAddress) throws IOException {
+      String java =
+          ProcessHandle.current()
+              .info()
+              .command()
+              .orElse(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
+      List<String> command = new ArrayList<>();
+      command.add(java);
+      command.add("--enable-native-access=ALL-UNNAMED");
+      command.add("-cp");
+      command.add(System.getProperty("java.class.path"));
+      command.add(Main.class.getName());
+      command.add("target");
+      command.add("--listen=127.0.0.1:0");
+      command.add("--once");
+      command.add("--exit-with-parent");
+      command.add("--provider=" + plan.provider());
+      plan.bind().ifPresent(bind -> command.add("--bind=" + bind));
+      command.add("--clients=" + plan.clients());
+      command.add("--buffer=" + plan.maxSize());
+      Process process =
+          new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+      try {
+        BufferedReader out =
+            new BufferedReader(
+                new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        String line;
+        String listening = null;
+        while ((line = out.readLine()) != null) {
+          if (line.startsWith("listening ")) {
+            listening = line.substring("listening ".length()).strip();
+            break;
+          }
+        }
+        if (listening == null) {
+          throw new IOException(
+              "the target process exited before listening (exit code "
+                  + (process.waitFor(5, TimeUnit.SECONDS) ? process.exitValue() : -1)
+                  + ")");
+        }
+        // Keep draining its output so it never blocks on a full pipe.
+        Thread drain =
+            new Thread(
+                () -> {
+                  try {
+                    while (out.readLine() != null) {
+                      // discard
+                    }
+                  } catch (IOException ignored) {
+                    // the child is gone
+                  }
+                },
+                "dma-bench-child-out");
+        drain.setDaemon(true);
+        drain.start();
+        return remote(listening, serverAddress, process);
+      } catch (IOException | RuntimeException | InterruptedException e) {
+        stopChild(process);
+        if (e instanceof InterruptedException) {
+          Thread.currentThread().interrupt();
+        }
+        throw e instanceof IOException io ? io : new IOException(e.getMessage(), e);
+      }
+    }
+
+    private static void stopChild(Process child) {
+      try {
+        child.getOutputStream().close();
+        if (!child.waitFor(10, TimeUnit.SECONDS)) {
+          child.destroy();
+          child.waitFor(5, TimeUnit.SECONDS);
+        }
+      } catch (IOException | InterruptedException e) {
+        child.destroyForcibly();
+      }
+    }
+  }
+}

@@ -1,0 +1,78 @@
+package dev.dma.bench;
+
+import dev.dma.api.DmaConfiguration;
+import dev.dma.core.PassiveTarget;
+import dev.dma.spi.ExposedRegion;
+import dev.dma.spi.FabricProvider;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The passive side in this process: {@code count} {@link PassiveTarget}s, each with its own
+ * endpoint and progress thread, each exposing one buffer of {@code lengthBytes} for remote read and
+ * write (the C anchor's target exposes one buffer the same way).
+ *
+ * <p>Ownership: {@link #close()} closes the regions, the targets and the memory, in that order.
+ */
+final class LocalTargets implements AutoCloseable {
+  private final Arena arena = Arena.ofShared();
+  private final List<PassiveTarget> targets = new ArrayList<>();
+  private final List<ExposedRegion> regions = new ArrayList<>();
+  private final List<Control.TargetAd> ads = new ArrayList<>();
+  private final String fabric;
+
+  LocalTargets(DmaConfiguration configuration, FabricProvider provider, int count, long lengthBytes) {
+    // The fake fabric copies bytes inside post, under the fabric's lock; a target spinning on that
+    // lock only slows the worker. Real providers land data only while the target reads its CQ, so
+    // there the target spins (yielding), as the C anchor's target does.
+    Duration idle = provider.name().equals("fake") ? Duration.ofMillis(1) : Duration.ZERO;
+    try {
+      for (int i = 0; i < count; i++) {
+        PassiveTarget target = PassiveTarget.start(configuration, provider, idle);
+        targets.add(target);
+        MemorySegment memory = arena.allocate(lengthBytes, 4096);
+        memory.fill((byte) 0x5a);
+        ExposedRegion region = target.expose(memory, true, true);
+        regions.add(region);
+        ads.add(new Control.TargetAd(region.advertisement(), lengthBytes));
+      }
+      fabric = targets.getFirst().endpointInfo().provider();
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /** The advertisements, one per target. */
+  List<Control.TargetAd> ads() {
+    return List.copyOf(ads);
+  }
+
+  /** The libfabric provider the targets' endpoints run on. */
+  String fabric() {
+    return fabric;
+  }
+
+  /** Inserts a server's address on every target (efa-direct needs it before the server's RMA). */
+  void insertPeer(byte[] serverAddress) {
+    for (PassiveTarget target : targets) {
+      target.insertPeer(serverAddress);
+    }
+  }
+
+  @Override
+  public void close() {
+    for (ExposedRegion region : regions) {
+      region.close();
+    }
+    regions.clear();
+    for (PassiveTarget target : targets) {
+      target.close();
+    }
+    targets.clear();
+    arena.close();
+  }
+}
