@@ -5,6 +5,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
+import io.opentelemetry.api.OpenTelemetry;
 import dev.dma.core.MemoryRegion;
 import dev.dma.spi.FabricProvider;
 import java.io.BufferedReader;
@@ -54,6 +55,20 @@ final class Bench {
    * @throws Exception when set-up fails (provider, endpoint, target, control connection)
    */
   static List<Result> run(Plan plan, Progress progress) throws Exception {
+    return run(plan, progress, OpenTelemetry.noop());
+  }
+
+  /**
+   * Runs every point of the plan, recording the service's telemetry into {@code openTelemetry}.
+   *
+   * @param plan what to measure
+   * @param progress where to draw progress
+   * @param openTelemetry where the service's spans and metrics go
+   * @return one result per point, in order
+   * @throws Exception when set-up fails (provider, endpoint, target, control connection)
+   */
+  static List<Result> run(Plan plan, Progress progress, OpenTelemetry openTelemetry)
+      throws Exception {
     DmaConfiguration configuration =
         configuration(plan.provider(), plan.bind().orElse(null), plan.window());
     FabricProvider provider = FabricProviders.select(configuration);
@@ -64,6 +79,7 @@ final class Bench {
             FabricService.<ClosedLoop.Slot>builder(configuration)
                 .provider(provider)
                 .completer(loop)
+                .openTelemetry(openTelemetry)
                 .start();
         Targets targets = Targets.open(plan, configuration, provider, service.localAddress())) {
       loop.bind(service);

@@ -39,6 +39,12 @@ public final class RunCommand implements Callable<Integer> {
       description = "source address for real providers (default: ${DEFAULT-VALUE})")
   String bind = "127.0.0.1";
 
+  @Option(
+      names = "--otel",
+      description =
+          "install the OpenTelemetry SDK (metrics only) for the run and print what dma recorded")
+  boolean otel;
+
   boolean terminal;
 
   /** Created by picocli. */
@@ -56,14 +62,39 @@ public final class RunCommand implements Callable<Integer> {
               + " such as tcp");
     }
     Plan plan = load.plan(Optional.of(bind), processes, Optional.empty(), List.of());
-    return execute(plan, load, spec.commandLine().getOut(), spec.commandLine().getErr(), terminal);
+    if (!otel) {
+      return execute(plan, load, spec.commandLine().getOut(), spec.commandLine().getErr(), terminal);
+    }
+    try (OtelReport report = OtelReport.install()) {
+      int status =
+          execute(
+              plan,
+              load,
+              spec.commandLine().getOut(),
+              spec.commandLine().getErr(),
+              terminal,
+              report.openTelemetry());
+      report.print(spec.commandLine().getOut());
+      return status;
+    }
   }
 
   static int execute(
       Plan plan, LoadOptions load, PrintWriter out, PrintWriter err, boolean terminal)
       throws Exception {
+    return execute(plan, load, out, err, terminal, io.opentelemetry.api.OpenTelemetry.noop());
+  }
+
+  static int execute(
+      Plan plan,
+      LoadOptions load,
+      PrintWriter out,
+      PrintWriter err,
+      boolean terminal,
+      io.opentelemetry.api.OpenTelemetry openTelemetry)
+      throws Exception {
     Progress progress = new Progress(err, terminal, !load.noProgress);
-    List<Result> results = Bench.run(plan, progress);
+    List<Result> results = Bench.run(plan, progress, openTelemetry);
     load.report(results, out);
     long errors = 0;
     for (Result r : results) {

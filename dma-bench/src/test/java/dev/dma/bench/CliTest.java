@@ -122,6 +122,23 @@ class CliTest {
   }
 
   @Test
+  void otelPrintsWhatDmaRecorded() {
+    Run r =
+        run("--provider", "fake", "--sizes", "1k", "--op", "write", "--window", "4",
+            "--iterations", "3000", "--warmup", "0ms", "--no-progress", "--otel");
+    assertEquals(0, r.code(), r.err());
+    assertTrue(r.out().contains("OpenTelemetry metrics recorded by dma:"), r.out());
+    // Warm-up is 0 and the count is exact, so the counter equals the table's transfers.
+    assertTrue(
+        r.out()
+            .matches(
+                "(?s).*dma\\.transfers\\s+dma\\.device=fake,dma\\.direction=write,"
+                    + "dma\\.outcome=done,dma\\.provider=fake\\s+3000\\n.*"),
+        r.out());
+    assertTrue(r.out().contains("dma.transfer.duration"), r.out());
+  }
+
+  @Test
   void infoListsProvidersAndTheChosenEndpoint() {
     Run r = run("info", "--provider", "fake");
     assertEquals(0, r.code(), r.out() + r.err());
