@@ -6,30 +6,49 @@ import dev.dma.api.DmaConfiguration;
 import dev.dma.fake.FakeCounters;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
+import dev.dma.provider.efa.EfaFabric;
+import dev.dma.provider.efa.FakeEfaProvider;
+import dev.dma.spi.FabricProvider;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The conformance suite on the fake configured like efa-direct: every operand needs a covering
- * registration, contexts are scribbled while posted, removing a peer flushes its in-flight
- * operations, and a target refuses initiators it has not inserted. Nothing may break those rules.
+ * The EFA conformance suite on the fake behaving like efa-direct, behind the EFA provider's own
+ * endpoint rules: local registration required, contexts scribbled while posted, a removed peer's
+ * in-flight operations flushed, a target that has not inserted the initiator failing with {@code
+ * FI_ENOTCONN}, 32-byte addresses. After each test the fake must have seen no violation and no
+ * removal with operations in flight.
  */
-class FakeEfaDirectConformanceTest extends ConformanceSuite {
+class FakeEfaDirectConformanceTest extends EfaConformanceSuite {
   private static final AtomicInteger FABRICS = new AtomicInteger();
-  private FakeFabric fabric;
+  private FakeFabric fake;
+
+  protected void script(FakeFabric fabric) {
+    fabric.script().likeEfaDirect();
+  }
 
   @Override
   protected DmaConfiguration configuration() {
-    if (fabric == null) {
-      fabric = FakeFabric.create("efa-conformance-" + FABRICS.incrementAndGet());
-      fabric.script().likeEfaDirect();
+    if (fake == null) {
+      fake = FakeFabric.create("efa-conformance-" + FABRICS.incrementAndGet());
+      script(fake);
     }
-    return DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
+    return DmaConfiguration.builder().providers("fake").interfaces(List.of(fake.name())).build();
+  }
+
+  @Override
+  protected FabricProvider provider() {
+    return new FakeEfaProvider(fabric());
+  }
+
+  @Override
+  protected EfaFabric fabric() {
+    return EfaFabric.EFA_DIRECT;
   }
 
   @Override
   protected byte[] deadPeerAddress() {
-    FakeEndpoint gone = fabric.openEndpoint();
+    FakeEndpoint gone = fake.openEndpoint();
     byte[] address = gone.localAddress();
     gone.close();
     return address;
@@ -37,9 +56,9 @@ class FakeEfaDirectConformanceTest extends ConformanceSuite {
 
   @Override
   protected void afterClose() {
-    if (fabric != null) {
-      FakeCounters counters = fabric.counters();
-      fabric.close();
+    if (fake != null) {
+      FakeCounters counters = fake.counters();
+      fake.close();
       assertEquals(0, counters.violations(), counters.lastViolation());
       assertEquals(0, counters.removesWithOpsOutstanding(), "a peer was removed under its transfers");
     }

@@ -3,22 +3,28 @@ package dev.dma.provider.efa;
 import org.junit.jupiter.api.Assumptions;
 
 /**
- * The switch for tests on real EFA: {@code -Ddma.efa=true} (or {@code -Pefa}). Without it, or on a
+ * The switch for tests on real EFA: {@code -Ddma.efa=true}. Without it, or on a
  * host where the provider is unavailable, the tests are skipped with the reason printed.
  */
-final class EfaHardware {
-  static final String FLAG = "dma.efa";
+public final class EfaHardware {
+  /** The system property that turns the real-hardware tests on. */
+  public static final String FLAG = "dma.efa";
 
   private EfaHardware() {}
 
-  static void require(EfaFabric fabric) {
+  /**
+   * Skips the calling test class unless the flag is set and the fabric is available here.
+   *
+   * @param fabric the fabric the tests need
+   */
+  public static void require(EfaFabric fabric) {
     if (!Boolean.getBoolean(FLAG)) {
       String reason =
           "real "
               + fabric.configuredName()
               + " tests are off: run with -D"
               + FLAG
-              + "=true (or -Pefa) on a host with an EFA device";
+              + "=true on a host with an EFA device";
       System.out.println("SKIPPED " + reason);
       Assumptions.abort(reason);
     }

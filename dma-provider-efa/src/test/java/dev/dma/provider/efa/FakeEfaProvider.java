@@ -12,11 +12,16 @@ import java.util.List;
  * {@code likeEfaDirect()}) wrapped in an {@link EfaEndpoint} with one EFA fabric's rules. Not
  * registered with the ServiceLoader; tests hand it to the service builder.
  */
-final class FakeEfaProvider implements FabricProvider {
+public final class FakeEfaProvider implements FabricProvider {
   private final FakeProvider fake = new FakeProvider();
   private final EfaFabric fabric;
 
-  FakeEfaProvider(EfaFabric fabric) {
+  /**
+   * A provider imitating one EFA fabric over the fake.
+   *
+   * @param fabric whose rules the wrapped endpoints follow
+   */
+  public FakeEfaProvider(EfaFabric fabric) {
     this.fabric = fabric;
   }
 

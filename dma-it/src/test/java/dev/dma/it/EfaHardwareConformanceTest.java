@@ -1,13 +1,16 @@
-package dev.dma.provider.efa;
+package dev.dma.it;
 
 import dev.dma.api.DmaConfiguration;
+import dev.dma.provider.efa.EfaFabric;
+import dev.dma.provider.efa.EfaHardware;
+import dev.dma.provider.efa.EfaProvider;
 import dev.dma.spi.FabricProvider;
 import org.junit.jupiter.api.BeforeAll;
 
 /**
- * The conformance suite on the real {@code efa} provider: service and passive target in one JVM on
- * the first EFA device. Runs only with {@code -Ddma.efa=true} (or {@code -Pefa}) on an EFA host;
- * skipped, with the reason printed, everywhere else.
+ * The EFA conformance suite on the real {@code efa} provider, on the first EFA device. Runs only
+ * with {@code -Ddma.efa=true} on an EFA host; skipped, with the reason printed,
+ * everywhere else.
  */
 class EfaHardwareConformanceTest extends EfaConformanceSuite {
   @BeforeAll
@@ -31,9 +34,9 @@ class EfaHardwareConformanceTest extends EfaConformanceSuite {
   }
 
   /**
-   * None: an operation to a well-formed address nobody answers is accepted by EFA and fails only
-   * after the device gives up, which is undocumented and has been seen to take minutes
-   * (aws-ofi-nccl issue 663), longer than this suite waits.
+   * None: EFA accepts an operation to a well-formed address nobody answers and fails it only when
+   * the device gives up, which is undocumented and has been seen to take minutes (aws-ofi-nccl
+   * issue 663), longer than this suite waits.
    */
   @Override
   protected byte[] deadPeerAddress() {
