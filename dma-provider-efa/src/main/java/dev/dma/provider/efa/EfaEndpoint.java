@@ -288,20 +288,7 @@ public final class EfaEndpoint implements FabricEndpoint {
       long descriptor,
       long remoteAddress,
       long remoteKey) {
-    if (descriptor == 0 && decisions.requiresLocalMr()) {
-      return FI_EINVAL;
-    }
-    byte state = gate ? gateState(peer) : PEER_READY;
-    if (state == PEER_HANDSHAKING) {
-      return AGAIN;
-    }
-    int code =
-        delegate.postWrite(
-            slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
-    if (state == PEER_NEW && code == POSTED) {
-      startHandshake(slot, peer);
-    }
-    return code;
+    return post(true, slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
   }
 
   /**
@@ -318,6 +305,19 @@ public final class EfaEndpoint implements FabricEndpoint {
       long descriptor,
       long remoteAddress,
       long remoteKey) {
+    return post(false, slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+  }
+
+  /** The checks and the handshake gate both directions share, then the delegate's post. */
+  private int post(
+      boolean write,
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey) {
     if (descriptor == 0 && decisions.requiresLocalMr()) {
       return FI_EINVAL;
     }
@@ -326,8 +326,11 @@ public final class EfaEndpoint implements FabricEndpoint {
       return AGAIN;
     }
     int code =
-        delegate.postRead(
-            slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+        write
+            ? delegate.postWrite(
+                slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey)
+            : delegate.postRead(
+                slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
     if (state == PEER_NEW && code == POSTED) {
       startHandshake(slot, peer);
     }
