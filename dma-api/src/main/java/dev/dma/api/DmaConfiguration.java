@@ -41,6 +41,15 @@ import java.util.regex.Pattern;
  *   <tr><td>{@code progress_deadline}</td><td>{@code 1s}</td><td>how long one operation may be
  *       refused with {@code -FI_EAGAIN} before it fails; {@code 50ms}, {@code 2s} or ISO-8601
  *       {@code PT2S}</td></tr>
+ *   <tr><td>{@code completion_deadline}</td><td>{@code 30s}</td><td>how long one posted operation
+ *       may wait for its completion before it fails with {@link DmaException.Reason#DEADLINE}, its
+ *       peer is marked unreachable and the endpoint is recovered; {@code 0} turns it off (then a
+ *       silent partition holds a transfer until the kernel's TCP retransmissions give up, about 15
+ *       minutes)</td></tr>
+ *   <tr><td>{@code max_pending}</td><td>65536</td><td>transfers a worker holds accepted but not yet
+ *       posted; a submit beyond it is refused as full (backpressure) rather than queued</td></tr>
+ *   <tr><td>{@code close_timeout}</td><td>{@code 10s}</td><td>how long {@code close()} waits for
+ *       posted operations before it recovers the endpoint and fails what remains</td></tr>
  *   <tr><td>{@code max_pinned_bytes}</td><td>0</td><td>the most bytes one endpoint keeps registered
  *       for local operands (cached spans, registered regions, in-flight operands); idle cached
  *       spans are evicted, least recently used first, to stay under it. {@code 0} means as much as
@@ -57,6 +66,10 @@ import java.util.regex.Pattern;
  * @param progressDeadline how long one post may keep getting {@code -FI_EAGAIN}
  * @param maxPinnedBytes the per-endpoint bound on registered bytes, or 0 for the default (derived
  *     from {@code RLIMIT_MEMLOCK}); never negative
+ * @param completionDeadline how long a posted operation may wait for its completion, or {@link
+ *     Duration#ZERO} for no deadline
+ * @param maxPending the most transfers a worker holds accepted but not yet posted
+ * @param closeTimeout how long {@code close()} waits for posted operations
  */
 public record DmaConfiguration(
     List<String> providers,
@@ -65,7 +78,10 @@ public record DmaConfiguration(
     int maxInFlight,
     int crcPoolThreads,
     Duration progressDeadline,
-    long maxPinnedBytes) {
+    long maxPinnedBytes,
+    Duration completionDeadline,
+    int maxPending,
+    Duration closeTimeout) {
 
   /**
    * The provider the original crate used when none was named. Here naming none selects the
@@ -90,6 +106,27 @@ public record DmaConfiguration(
    */
   public static final long DEFAULT_MAX_PINNED_BYTES = 0;
 
+  /**
+   * The default completion deadline, 30 s. A healthy operation completes in milliseconds: the
+   * largest window at its largest size (64 in flight of 64 MiB, 4 GiB) drains in under 10 s even at
+   * 4 Gbit/s, so 30 s is never reached by a slow but live peer. It is still 30 times shorter than
+   * the kernel's own give-up on a silent TCP peer (about 15 minutes with {@code tcp_retries2=15}),
+   * which is what a partition costs without it.
+   */
+  public static final Duration DEFAULT_COMPLETION_DEADLINE = Duration.ofSeconds(30);
+
+  /**
+   * The default bound on accepted, unposted transfers per worker: as many as the worker's channel
+   * held before the bound existed, a few seconds of backlog at tcp's rate of small transfers.
+   */
+  public static final int DEFAULT_MAX_PENDING = 1 << 16;
+
+  /**
+   * The default close timeout, 10 s: long enough for every posted operation to a live peer to
+   * finish, short enough that a shutdown behind a partition is not mistaken for a hang.
+   */
+  public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(10);
+
   private static final Set<String> KEYS =
       Set.of(
           "providers",
@@ -98,7 +135,10 @@ public record DmaConfiguration(
           "max_in_flight",
           "crc_pool_threads",
           "progress_deadline",
-          "max_pinned_bytes");
+          "max_pinned_bytes",
+          "completion_deadline",
+          "max_pending",
+          "close_timeout");
 
   private static final Pattern BYTES =
       Pattern.compile("(\\d+)\\s*(?:([kmgt])(?:i?b)?|b)?", Pattern.CASE_INSENSITIVE);
@@ -135,6 +175,16 @@ public record DmaConfiguration(
       throw new IllegalArgumentException(
           "max_pinned_bytes must not be negative, not " + maxPinnedBytes);
     }
+    if (completionDeadline == null || completionDeadline.isNegative()) {
+      throw new IllegalArgumentException(
+          "completion_deadline must be positive, or 0 to turn it off, not " + completionDeadline);
+    }
+    if (maxPending < 1) {
+      throw new IllegalArgumentException("max_pending must be at least 1, not " + maxPending);
+    }
+    if (closeTimeout == null || closeTimeout.isNegative()) {
+      throw new IllegalArgumentException("close_timeout must not be negative, not " + closeTimeout);
+    }
   }
 
   /**
@@ -169,7 +219,10 @@ public record DmaConfiguration(
         .maxInFlight(maxInFlight)
         .crcPoolThreads(crcPoolThreads)
         .progressDeadline(progressDeadline)
-        .maxPinnedBytes(maxPinnedBytes);
+        .maxPinnedBytes(maxPinnedBytes)
+        .completionDeadline(completionDeadline)
+        .maxPending(maxPending)
+        .closeTimeout(closeTimeout);
   }
 
   /**
@@ -248,6 +301,15 @@ public record DmaConfiguration(
     if ((value = properties.getProperty("max_pinned_bytes")) != null) {
       builder.maxPinnedBytes(parseBytes("max_pinned_bytes", value));
     }
+    if ((value = properties.getProperty("completion_deadline")) != null) {
+      builder.completionDeadline(parseDurationOrZero("completion_deadline", value));
+    }
+    if ((value = properties.getProperty("max_pending")) != null) {
+      builder.maxPending(integer("max_pending", value));
+    }
+    if ((value = properties.getProperty("close_timeout")) != null) {
+      builder.closeTimeout(parseDurationOrZero("close_timeout", value));
+    }
     return builder.build();
   }
 
@@ -285,6 +347,11 @@ public record DmaConfiguration(
       throw new IllegalArgumentException(
           key + " must be a duration such as 50ms, 2s or PT2S, not \"" + text + "\"", notIso);
     }
+  }
+
+  /** {@link #parseDuration}, also accepting a bare {@code 0} for "off". */
+  private static Duration parseDurationOrZero(String key, String text) {
+    return text.strip().equals("0") ? Duration.ZERO : parseDuration(key, text);
   }
 
   /**
@@ -361,6 +428,9 @@ public record DmaConfiguration(
     private int crcPoolThreads = DEFAULT_CRC_POOL_THREADS;
     private Duration progressDeadline = DEFAULT_PROGRESS_DEADLINE;
     private long maxPinnedBytes = DEFAULT_MAX_PINNED_BYTES;
+    private Duration completionDeadline = DEFAULT_COMPLETION_DEADLINE;
+    private int maxPending = DEFAULT_MAX_PENDING;
+    private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
 
     private Builder() {}
 
@@ -453,6 +523,39 @@ public record DmaConfiguration(
     }
 
     /**
+     * Sets the completion deadline.
+     *
+     * @param value a positive duration, or {@link Duration#ZERO} for none
+     * @return this builder
+     */
+    public Builder completionDeadline(Duration value) {
+      this.completionDeadline = value;
+      return this;
+    }
+
+    /**
+     * Sets the bound on accepted, unposted transfers per worker.
+     *
+     * @param value at least 1
+     * @return this builder
+     */
+    public Builder maxPending(int value) {
+      this.maxPending = value;
+      return this;
+    }
+
+    /**
+     * Sets how long {@code close()} waits for posted operations.
+     *
+     * @param value a duration, not negative
+     * @return this builder
+     */
+    public Builder closeTimeout(Duration value) {
+      this.closeTimeout = value;
+      return this;
+    }
+
+    /**
      * Builds and validates the configuration.
      *
      * @return the configuration
@@ -466,7 +569,10 @@ public record DmaConfiguration(
           maxInFlight,
           crcPoolThreads,
           progressDeadline,
-          maxPinnedBytes);
+          maxPinnedBytes,
+          completionDeadline,
+          maxPending,
+          closeTimeout);
     }
   }
 }

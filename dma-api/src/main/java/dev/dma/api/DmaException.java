@@ -28,11 +28,76 @@ public final class DmaException extends RuntimeException {
     TRANSFER
   }
 
+  /**
+   * Why a transfer or call failed, for callers that switch on it. The raw errnos and the message
+   * stay the detail; the reason is the decision: retry, drop the client, fix the request, or
+   * investigate the provider.
+   */
+  public enum Reason {
+    /**
+     * A posted operation passed {@code completion_deadline}, or a post kept being refused past
+     * {@code progress_deadline}. Its peer is marked unreachable: its later transfers fail at once
+     * with {@link #PEER_UNREACHABLE} until the peer is added again.
+     */
+    DEADLINE,
+    /**
+     * The peer is known to be unreachable: an earlier transfer to it passed a deadline, or the
+     * provider reported its connection refused, reset or gone. Add the peer again once it is back.
+     */
+    PEER_UNREACHABLE,
+    /** The target refused the access: wrong key, outside its registered range, no permission. */
+    ACCESS_DENIED,
+    /**
+     * The endpoint was recovered (closed and reopened) while the operation was posted, through no
+     * fault of this transfer; submitting it again is safe and expected to succeed.
+     */
+    ENDPOINT_RESET,
+    /** The service is closed or closing, or its worker is gone. */
+    CLOSED,
+    /** The request itself cannot be served: bad operand, length, range or address. */
+    BAD_REQUEST,
+    /** The service's pending queue is full ({@code max_pending}); retry later. */
+    BACKPRESSURE,
+    /** Anything else the provider or libfabric reported; the errnos say what. */
+    PROVIDER;
+
+    /**
+     * Whether submitting the same transfer again may succeed without changing it or the peer.
+     *
+     * @return true for {@link #ENDPOINT_RESET} and {@link #BACKPRESSURE}
+     */
+    public boolean retryable() {
+      return this == ENDPOINT_RESET || this == BACKPRESSURE;
+    }
+
+    /**
+     * The reason a libfabric error number implies, for failures that name no other.
+     *
+     * @param fabricErrno a positive {@code FI_E*} / errno value, or 0
+     * @return {@link #ACCESS_DENIED} for {@code EACCES}, {@code EPERM}, {@code FI_ENOKEY} and {@code
+     *     FI_EKEYREJECTED}; {@link #PEER_UNREACHABLE} for refused, reset, unreachable, timed-out and
+     *     not-connected errors; {@link #PROVIDER} otherwise
+     */
+    public static Reason ofErrno(int fabricErrno) {
+      return switch (Math.abs(fabricErrno)) {
+        case 1, 13, 266, 267 -> ACCESS_DENIED; // EPERM, EACCES, FI_ENOKEY, FI_EKEYREJECTED
+        case 32, 103, 104, 107, 110, 111, 112, 113 ->
+            // EPIPE, ECONNABORTED, ECONNRESET, ENOTCONN, ETIMEDOUT, ECONNREFUSED, EHOSTDOWN,
+            // EHOSTUNREACH
+            PEER_UNREACHABLE;
+        default -> PROVIDER;
+      };
+    }
+  }
+
   /** The value of {@link #fabricErrno()} and {@link #providerErrno()} when not known. */
   public static final int UNKNOWN_ERRNO = 0;
 
   /** What failed. */
   private final Kind kind;
+
+  /** Why, for callers that switch on it. */
+  private final Reason reason;
 
   /** libfabric's error number, or {@link #UNKNOWN_ERRNO}. */
   private final int fabricErrno;
@@ -61,11 +126,35 @@ public final class DmaException extends RuntimeException {
    */
   public DmaException(
       Kind kind, String message, int fabricErrno, int providerErrno, Throwable cause) {
+    this(kind, Reason.ofErrno(fabricErrno), message, fabricErrno, providerErrno, cause);
+  }
+
+  /**
+   * An exception with a reason and libfabric's error numbers.
+   *
+   * @param kind what failed
+   * @param reason why, for callers that switch on it
+   * @param message the exact failure text
+   * @param fabricErrno libfabric's error number, positive ({@code FI_E*}), or {@link #UNKNOWN_ERRNO}
+   * @param providerErrno the provider's own error number, or {@link #UNKNOWN_ERRNO}
+   * @param cause the underlying exception, or {@code null}
+   */
+  public DmaException(
+      Kind kind,
+      Reason reason,
+      String message,
+      int fabricErrno,
+      int providerErrno,
+      Throwable cause) {
     super(message, cause);
     if (kind == null) {
       throw new NullPointerException("kind");
     }
+    if (reason == null) {
+      throw new NullPointerException("reason");
+    }
     this.kind = kind;
+    this.reason = reason;
     this.fabricErrno = Math.abs(fabricErrno);
     this.providerErrno = providerErrno;
   }
@@ -78,6 +167,17 @@ public final class DmaException extends RuntimeException {
    */
   public static DmaException fabric(String message) {
     return new DmaException(Kind.FABRIC, message);
+  }
+
+  /**
+   * A {@link Kind#FABRIC} exception with a reason.
+   *
+   * @param reason why
+   * @param message the exact failure text
+   * @return the exception
+   */
+  public static DmaException fabric(Reason reason, String message) {
+    return new DmaException(Kind.FABRIC, reason, message, UNKNOWN_ERRNO, UNKNOWN_ERRNO, null);
   }
 
   /**
@@ -97,6 +197,24 @@ public final class DmaException extends RuntimeException {
    */
   public Kind kind() {
     return kind;
+  }
+
+  /**
+   * Why it failed, for callers that switch on it; see {@link Reason}.
+   *
+   * @return the reason
+   */
+  public Reason reason() {
+    return reason;
+  }
+
+  /**
+   * Whether the same transfer, submitted again unchanged, may succeed ({@link Reason#retryable()}).
+   *
+   * @return whether to retry
+   */
+  public boolean retryable() {
+    return reason.retryable();
   }
 
   /**

@@ -22,6 +22,7 @@ import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -59,6 +60,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   private final int inFlightCap;
   private final String providerName;
   private final boolean tracing;
+  private final Duration closeTimeout;
 
   private FabricService(
       WorkerChannel channel,
@@ -67,8 +69,10 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       ChecksumPool ownedPool,
       Ready ready,
       String providerName,
-      boolean tracing) {
+      boolean tracing,
+      Duration closeTimeout) {
     this.tracing = tracing;
+    this.closeTimeout = closeTimeout;
     this.channel = channel;
     this.outstanding = outstanding;
     this.worker = worker;
@@ -259,6 +263,16 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    */
   @Override
   public void close() {
+    close(closeTimeout);
+  }
+
+  /**
+   * Closes like {@link #close()}, waiting at most {@code timeout} for posted transfers before the
+   * endpoint is recovered and what remains fails.
+   *
+   * @param timeout the longest wait for posted transfers
+   */
+  public void close(Duration timeout) {
     channel.close();
     Threads.joinUninterruptibly(worker);
     if (ownedPool != null) {
@@ -405,7 +419,14 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
         throw openFailure;
       }
       return new FabricService<>(
-          channel, outstanding, thread, ownedPool, answer, chosen.name(), answer.tracing());
+          channel,
+          outstanding,
+          thread,
+          ownedPool,
+          answer,
+          chosen.name(),
+          answer.tracing(),
+          resolved.closeTimeout());
     }
 
     private void runWorker(
