@@ -86,11 +86,11 @@ public interface Operands {
     if (direction instanceof Direction.FromPeer(long lengthBytes)) {
       MemorySegment landing = operands.allocate(lengthBytes);
       if (landing == null) {
-        throw DmaException.fabric(NO_LANDING_BUFFER);
+        throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, NO_LANDING_BUFFER);
       }
       checkNative(landing, "landing buffer");
       if (landing.byteSize() < lengthBytes) {
-        throw DmaException.fabric(
+        throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, 
             "the caller context allocated "
                 + landing.byteSize()
                 + " bytes for a "
@@ -101,7 +101,7 @@ public interface Operands {
     }
     MemorySegment source = operands.source();
     if (source == null) {
-      throw DmaException.fabric(NO_SOURCE);
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, NO_SOURCE);
     }
     checkNative(source, "source");
     return source;
@@ -122,16 +122,16 @@ public interface Operands {
 
   private static void checkNative(MemorySegment segment, String field) {
     if (!segment.isNative()) {
-      throw DmaException.fabric(
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, 
           "the caller context's " + field + " is a heap segment; operands must be native memory");
     }
     if (!segment.scope().isAlive()) {
-      throw DmaException.fabric(
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, 
           "the caller context's " + field + " belongs to an arena that is already closed");
     }
     long address = segment.address();
     if (address < 0 || address + segment.byteSize() < address) {
-      throw DmaException.fabric(
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, 
           "the caller context's "
               + field
               + " range at 0x"

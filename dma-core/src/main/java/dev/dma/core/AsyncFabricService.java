@@ -87,8 +87,9 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    * Submits a transfer.
    *
    * @param request the transfer
-   * @return a future of its completion; when the worker is gone, one already completed with the
-   *     context and a {@code fabric worker is gone} failure
+   * @return a future of its completion; when the service refuses it, one already completed with
+   *     the context and a failure of reason {@link DmaException.Reason#BACKPRESSURE} (the pending
+   *     queue is full) or {@link DmaException.Reason#CLOSED} ({@code fabric worker is gone})
    */
   public CompletableFuture<Completion<T>> transfer(TransferRequest<T> request) {
     Pending<T> pending = new Pending<>(request.context());
@@ -101,9 +102,22 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
             request.direction(),
             request.wantChecksum(),
             pending);
-    if (!inner.submit(wrapped)) {
-      pending.future.complete(
-          new Completion<>(request.context(), Outcome.failed(DmaException.fabric("fabric worker is gone"))));
+    switch (inner.offer(wrapped)) {
+      case ACCEPTED -> {}
+      case FULL ->
+          pending.future.complete(
+              new Completion<>(
+                  request.context(),
+                  Outcome.failed(
+                      DmaException.fabric(
+                          DmaException.Reason.BACKPRESSURE,
+                          "the service's pending queue is full (max_pending); retry later"))));
+      case CLOSED ->
+          pending.future.complete(
+              new Completion<>(
+                  request.context(),
+                  Outcome.failed(
+                      DmaException.fabric(DmaException.Reason.CLOSED, "fabric worker is gone"))));
     }
     return pending.future;
   }

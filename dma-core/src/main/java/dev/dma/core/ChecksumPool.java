@@ -63,6 +63,21 @@ public final class ChecksumPool implements AutoCloseable {
   }
 
   /**
+   * Whether {@code thread} is one of this pool's threads.
+   *
+   * @param thread a thread
+   * @return whether it belongs to this pool
+   */
+  public boolean isPoolThread(Thread thread) {
+    for (Worker worker : workers) {
+      if (worker.thread == thread) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
    * The number of threads.
    *
    * @return the size

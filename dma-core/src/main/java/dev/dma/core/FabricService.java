@@ -25,6 +25,8 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 /**
  * The entry point: one fabric worker thread ({@code fabric-NN}) driving one endpoint (one device),
@@ -45,17 +47,39 @@ import java.util.concurrent.atomic.AtomicLong;
  * @param <T> the caller context type
  */
 public final class FabricService<T extends Operands> implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(FabricService.class.getName());
+
   /** Process-wide worker numbering: fabric-00, fabric-01, ... */
   private static final AtomicInteger WORKER_NUMBERS = new AtomicInteger();
 
-  /** Requests that may wait in the channel before submitters wait for room. */
-  private static final int CHANNEL_CAPACITY = 1 << 16;
+  /**
+   * Room in the channel for commands beyond the transfers that {@code max_pending} admits, so
+   * offers practically never wait for room.
+   */
+  private static final int COMMAND_ROOM = 1 << 12;
+
+  /** How long close waits for the worker beyond its close timeout before it gives up on it. */
+  private static final Duration JOIN_GRACE = Duration.ofSeconds(5);
+
+  /** What {@link #offer} says about a transfer. */
+  public enum Offer {
+    /** Queued; its completion will come. The request's context belongs to the service. */
+    ACCEPTED,
+    /**
+     * Refused: {@code max_pending} transfers already wait to be posted. The request stays the
+     * caller's; retry once completions have come, or shed load.
+     */
+    FULL,
+    /** Refused: the service is closed or its worker is gone. The request stays the caller's. */
+    CLOSED
+  }
 
   private final WorkerChannel channel;
   private final AtomicLong outstanding;
   private final Thread worker;
   private final ChecksumPool ownedPool;
-  private final byte[] localAddress;
+  private final AtomicReference<byte[]> localAddress;
+  private final long maxOutstanding;
   private final EndpointInfo endpointInfo;
   private final int inFlightCap;
   private final String providerName;
@@ -70,14 +94,17 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       Ready ready,
       String providerName,
       boolean tracing,
-      Duration closeTimeout) {
+      Duration closeTimeout,
+      AtomicReference<byte[]> localAddress,
+      long maxOutstanding) {
     this.tracing = tracing;
     this.closeTimeout = closeTimeout;
+    this.localAddress = localAddress;
+    this.maxOutstanding = maxOutstanding;
     this.channel = channel;
     this.outstanding = outstanding;
     this.worker = worker;
     this.ownedPool = ownedPool;
-    this.localAddress = ready.address();
     this.endpointInfo = ready.info();
     this.inFlightCap = ready.cap();
     this.providerName = providerName;
@@ -123,13 +150,15 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * The endpoint's fabric address, captured at start; send it to clients (on efa-direct a target
-   * must insert it into its own address vector before the server can reach it).
+   * The endpoint's current fabric address; send it to clients (on efa-direct a target must insert
+   * it into its own address vector before the server can reach it). It changes only when the
+   * worker resets the endpoint to recover from a lost completion; {@link
+   * Builder#onLocalAddressChange} tells when.
    *
    * @return a copy of the address bytes
    */
   public byte[] localAddress() {
-    return localAddress.clone();
+    return localAddress.get().clone();
   }
 
   /**
@@ -179,23 +208,40 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * Submits a transfer without blocking (unless 65,536 messages already wait, when it waits for
-   * room). On success the request's context belongs to the service until its completion.
+   * Submits a transfer without blocking, or says why not. On {@link Offer#ACCEPTED} the request's
+   * context belongs to the service until its completion; otherwise it stays the caller's.
+   *
+   * <p>Backpressure: at most {@code max_pending} transfers beyond the in-flight cap may be
+   * outstanding; past that the offer is {@link Offer#FULL} instead of growing a queue without
+   * limit.
    *
    * @param request the transfer
-   * @return {@code true} when accepted; {@code false} when the worker is gone, in which case the
-   *     request, context included, stays the caller's (to fail the client)
+   * @return whether it was accepted, and if not, why
    */
-  public boolean submit(TransferRequest<T> request) {
-    outstanding.incrementAndGet();
+  public Offer offer(TransferRequest<T> request) {
+    if (outstanding.incrementAndGet() > maxOutstanding) {
+      outstanding.decrementAndGet();
+      return channel.isClosed() ? Offer.CLOSED : Offer.FULL;
+    }
     // With tracing installed the submitter's context rides along to parent the dma.wire span;
     // without it nothing extra is allocated.
     Object message = tracing ? new FabricWorker.Traced(request, Context.current()) : request;
     if (channel.offer(message)) {
-      return true;
+      return Offer.ACCEPTED;
     }
     outstanding.decrementAndGet();
-    return false;
+    return Offer.CLOSED;
+  }
+
+  /**
+   * Submits a transfer without blocking: {@link #offer} for callers that need only a yes or no.
+   *
+   * @param request the transfer
+   * @return {@code true} when accepted; {@code false} when the pending queue is full or the
+   *     service is closed, in which case the request, context included, stays the caller's
+   */
+  public boolean submit(TransferRequest<T> request) {
+    return offer(request) == Offer.ACCEPTED;
   }
 
   /**
@@ -210,6 +256,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    *     registration, or a worker that is gone
    */
   public MemoryRegion register(MemorySegment segment) {
+    refuseOnWorker("register");
     if (!segment.isNative()) {
       throw DmaException.fabric("cannot register a heap segment; register native memory");
     }
@@ -239,6 +286,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    * @throws DmaException for an address the fabric refuses, or a worker that is gone
    */
   public void addPeer(long clientId, byte[] address) {
+    refuseOnWorker("addPeer");
     Reply<Void> reply = new Reply<>();
     if (!channel.offer(new Commands.AddPeer(clientId, address.clone(), reply))) {
       throw DmaException.fabric(FabricWorker.WORKER_GONE);
@@ -273,10 +321,39 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    * @param timeout the longest wait for posted transfers
    */
   public void close(Duration timeout) {
-    channel.close();
-    Threads.joinUninterruptibly(worker);
+    refuseOnWorker("close");
+    if (ownedPool != null && ownedPool.isPoolThread(Thread.currentThread())) {
+      throw new IllegalStateException(
+          "close() was called on a checksum-pool thread of this service, from a BatchCompleter:"
+              + " it would wait for that thread to finish; close from another thread");
+    }
+    channel.close(System.nanoTime() + timeout.toNanos());
+    // Bounded too: the worker returns at the close deadline, and only a provider blocking inside
+    // fi_close could hold it past the grace; then the service gives up on it (a daemon thread)
+    // rather than hang its caller.
+    if (!Threads.joinUninterruptibly(worker, timeout.plus(JOIN_GRACE))) {
+      LOG.log(
+          System.Logger.Level.ERROR,
+          worker.getName()
+              + " did not stop within "
+              + timeout.plus(JOIN_GRACE)
+              + " of close(); it is left behind, blocked in its provider");
+    }
     if (ownedPool != null) {
       ownedPool.close();
+    }
+  }
+
+  /**
+   * Blocking calls from the completer's own worker thread would wait for the thread that is
+   * running them: refuse them with the rule instead of hanging.
+   */
+  private void refuseOnWorker(String call) {
+    if (Thread.currentThread() == worker) {
+      throw new IllegalStateException(
+          call
+              + "() was called on the fabric worker thread, from a BatchCompleter: it waits for"
+              + " the worker, which is busy running the completer; call it from another thread");
     }
   }
 
@@ -301,6 +378,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
     private Ticker ticker = Ticker.systemTicker();
     private OpenTelemetry openTelemetry;
     private boolean traceWorkerPasses;
+    private Consumer<byte[]> addressListener = address -> {};
 
     private Builder(DmaConfiguration configuration) {
       this.configuration = configuration;
@@ -376,6 +454,20 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
     }
 
     /**
+     * Tells {@code value} the endpoint's new address whenever the worker reset the endpoint (to
+     * recover from lost completions) and its address changed, so clients that insert the server's
+     * address (efa-direct targets) can insert the new one. Runs on the worker thread: it must not
+     * block or call back into the service.
+     *
+     * @param value the listener
+     * @return this builder
+     */
+    public Builder<T> onLocalAddressChange(Consumer<byte[]> value) {
+      this.addressListener = value;
+      return this;
+    }
+
+    /**
      * Starts the worker and blocks until its endpoint is open.
      *
      * @return the running service
@@ -391,12 +483,17 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       DmaConfiguration resolved = FabricProviders.resolve(configuration, chosen);
       ChecksumPool ownedPool = pool == null ? new ChecksumPool(configuration.crcPoolThreads()) : null;
       ChecksumPool checksumPool = pool != null ? pool : ownedPool;
-      WorkerChannel channel = new WorkerChannel(CHANNEL_CAPACITY);
+      // The worker's cap is known only once the endpoint is open; its configured value bounds it.
+      long maxOutstanding = (long) resolved.maxPending() + resolved.maxInFlight();
+      WorkerChannel channel =
+          new WorkerChannel((int) Math.min(1 << 30, maxOutstanding + COMMAND_ROOM));
       AtomicLong outstanding = new AtomicLong();
+      AtomicReference<byte[]> address = new AtomicReference<>(new byte[0]);
       Reply<Ready> ready = new Reply<>();
       Thread thread =
           new Thread(
-              () -> runWorker(chosen, resolved, channel, outstanding, checksumPool, ready),
+              () ->
+                  runWorker(chosen, resolved, channel, outstanding, checksumPool, address, ready),
               String.format("fabric-%02d", WORKER_NUMBERS.getAndIncrement()));
       thread.setDaemon(true);
       try {
@@ -426,7 +523,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
           answer,
           chosen.name(),
           answer.tracing(),
-          resolved.closeTimeout());
+          resolved.closeTimeout(),
+          address,
+          (long) resolved.maxPending() + answer.cap());
     }
 
     private void runWorker(
@@ -435,6 +534,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
         WorkerChannel channel,
         AtomicLong outstanding,
         ChecksumPool checksumPool,
+        AtomicReference<byte[]> currentAddress,
         Reply<Ready> ready) {
       FabricWorker<T> fabricWorker;
       try {
@@ -442,6 +542,8 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
         FabricEndpoint endpoint = chosen.open(configuration);
         try {
           byte[] address = endpoint.localAddress();
+          currentAddress.set(address);
+          Consumer<byte[]> listener = addressListener;
           EndpointInfo info = endpoint.describe();
           LocalRegions regions =
               new LocalRegions(endpoint, RegionRegistry.global(), configuration.maxPinnedBytes());
@@ -464,6 +566,11 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
                   ticker,
                   configuration.maxInFlight(),
                   configuration.progressDeadline(),
+                  configuration.completionDeadline(),
+                  changed -> {
+                    currentAddress.set(changed);
+                    listener.accept(changed.clone());
+                  },
                   telemetry);
           ready.send(new Ready(address, info, fabricWorker.cap(), telemetry.tracing()));
         } catch (Throwable setupFailure) {

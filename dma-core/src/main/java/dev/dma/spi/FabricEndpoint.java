@@ -210,6 +210,32 @@ public interface FabricEndpoint extends AutoCloseable {
   void progress();
 
   /**
+   * Whether {@link #removePeer(long)} fails that peer's posted operations with error completions
+   * (flushes them), so a dead peer's operations can be recovered without {@link #reset()}. Only a
+   * provider that guarantees it, and guarantees it touches no operand after the flushed completion,
+   * may answer true.
+   *
+   * @return whether removal flushes; false by default
+   */
+  default boolean removalFlushes() {
+    return false;
+  }
+
+  /**
+   * Closes the transport (endpoint, completion queue, address vector) and opens it again on the
+   * same domain: the recovery from operations that will never complete. On return no provider can
+   * touch any operand posted before, every posted operation is discarded without a completion, op
+   * slots are open and free, every peer handle is invalid (insert peers again), and registrations
+   * stay valid. The local address may change: read {@link #localAddress()} again.
+   *
+   * @throws DmaException when reopening fails; the endpoint is then unusable and must be closed
+   * @throws UnsupportedOperationException when this endpoint cannot be reset (the default)
+   */
+  default void reset() {
+    throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot be reset");
+  }
+
+  /**
    * What this endpoint turned out to be.
    *
    * @return its description

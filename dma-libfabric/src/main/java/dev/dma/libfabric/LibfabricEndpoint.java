@@ -329,71 +329,83 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       }
       check("fi_domain", rc);
       domain = out.get(JAVA_LONG, 0);
-      long domainOps = Native.word(domain + Abi.DOMAIN_OPS);
       fnMrReg = Native.function(Native.word(domain + Abi.DOMAIN_MR), Abi.OPS_MR_REG, "fi_mr_reg");
 
-      MemorySegment avAttr = arena.allocate(ATTR_BYTES, 8);
-      avAttr.set(JAVA_INT, Abi.AV_ATTR_TYPE, Abi.FI_AV_TABLE);
-      rc =
-          (int)
-              Native.I_LLLL.invokeExact(
-                  Native.function(domainOps, Abi.OPS_DOMAIN_AV_OPEN, "fi_av_open"),
-                  domain,
-                  avAttr.address(),
-                  outAddress,
-                  0L);
-      check("fi_av_open", rc);
-      av = out.get(JAVA_LONG, 0);
-      long avOps = Native.word(av + Abi.AV_OPS);
-      fnAvInsert = Native.function(avOps, Abi.OPS_AV_INSERT, "fi_av_insert");
-      fnAvRemove = Native.function(avOps, Abi.OPS_AV_REMOVE, "fi_av_remove");
-
-      // Zeroed apart from the format: default size, and no wait object (FI_WAIT_NONE is 0).
-      MemorySegment cqAttr = arena.allocate(ATTR_BYTES, 8);
-      cqAttr.set(JAVA_INT, Abi.CQ_ATTR_FORMAT, Abi.FI_CQ_FORMAT_CONTEXT);
-      rc =
-          (int)
-              Native.I_LLLL.invokeExact(
-                  Native.function(domainOps, Abi.OPS_DOMAIN_CQ_OPEN, "fi_cq_open"),
-                  domain,
-                  cqAttr.address(),
-                  outAddress,
-                  0L);
-      check("fi_cq_open", rc);
-      cq = out.get(JAVA_LONG, 0);
-      long cqOps = Native.word(cq + Abi.CQ_OPS);
-      fnCqRead = Native.function(cqOps, Abi.OPS_CQ_READ, "fi_cq_read");
-      fnCqReaderr = Native.function(cqOps, Abi.OPS_CQ_READERR, "fi_cq_readerr");
-      fnCqStrerror = Native.function(cqOps, Abi.OPS_CQ_STRERROR, "fi_cq_strerror");
-
-      // shm's first fi_endpoint installs SIGSEGV/SIGBUS handlers that unlink its shared memory.
-      MemorySegment fnEndpoint = Native.function(domainOps, Abi.OPS_DOMAIN_ENDPOINT, "fi_endpoint");
-      try (var _ = Native.SignalGuard.save()) {
-        rc = (int) Native.I_LLLL.invokeExact(fnEndpoint, domain, info, outAddress, 0L);
-      }
-      check("fi_endpoint", rc);
-      ep = out.get(JAVA_LONG, 0);
-      long epOps = Native.word(ep + Abi.FID_OPS);
-      MemorySegment fnBind = Native.function(epOps, Abi.OPS_BIND, "fi_ep_bind");
-      rc = (int) Native.I_LLL.invokeExact(fnBind, ep, av, 0L);
-      check("fi_ep_bind(av)", rc);
-      rc = (int) Native.I_LLL.invokeExact(fnBind, ep, cq, Abi.FI_TRANSMIT | Abi.FI_RECV);
-      check("fi_ep_bind(cq)", rc);
-      rc =
-          (int)
-              Native.I_LIL.invokeExact(
-                  Native.function(epOps, Abi.OPS_CONTROL, "fi_enable"), ep, Abi.FI_ENABLE, 0L);
-      check("fi_enable", rc);
-
-      long rma = Native.word(ep + Abi.EP_RMA);
-      fnWritemsg = Native.function(rma, Abi.OPS_RMA_WRITEMSG, "fi_writemsg");
-      fnRead = Native.function(rma, Abi.OPS_RMA_READ, "fi_read");
-      localAddress = fetchName();
+      openTransport();
     } catch (RuntimeException | Error rethrown) {
       throw rethrown;
     } catch (Throwable impossible) {
       throw new AssertionError(impossible);
     }
+  }
+
+  /**
+   * Opens the address vector, the completion queue and the endpoint on the open domain, binds and
+   * enables the endpoint and reads back its ops tables and name: the part of opening that {@link
+   * #reset()} repeats.
+   */
+  private void openTransport() throws Throwable {
+    MemorySegment out = arena.allocate(JAVA_LONG);
+    long outAddress = out.address();
+    int rc;
+    long domainOps = Native.word(domain + Abi.DOMAIN_OPS);
+    MemorySegment avAttr = arena.allocate(ATTR_BYTES, 8);
+    avAttr.set(JAVA_INT, Abi.AV_ATTR_TYPE, Abi.FI_AV_TABLE);
+    rc =
+        (int)
+            Native.I_LLLL.invokeExact(
+                Native.function(domainOps, Abi.OPS_DOMAIN_AV_OPEN, "fi_av_open"),
+                domain,
+                avAttr.address(),
+                outAddress,
+                0L);
+    check("fi_av_open", rc);
+    av = out.get(JAVA_LONG, 0);
+    long avOps = Native.word(av + Abi.AV_OPS);
+    fnAvInsert = Native.function(avOps, Abi.OPS_AV_INSERT, "fi_av_insert");
+    fnAvRemove = Native.function(avOps, Abi.OPS_AV_REMOVE, "fi_av_remove");
+
+    // Zeroed apart from the format: default size, and no wait object (FI_WAIT_NONE is 0).
+    MemorySegment cqAttr = arena.allocate(ATTR_BYTES, 8);
+    cqAttr.set(JAVA_INT, Abi.CQ_ATTR_FORMAT, Abi.FI_CQ_FORMAT_CONTEXT);
+    rc =
+        (int)
+            Native.I_LLLL.invokeExact(
+                Native.function(domainOps, Abi.OPS_DOMAIN_CQ_OPEN, "fi_cq_open"),
+                domain,
+                cqAttr.address(),
+                outAddress,
+                0L);
+    check("fi_cq_open", rc);
+    cq = out.get(JAVA_LONG, 0);
+    long cqOps = Native.word(cq + Abi.CQ_OPS);
+    fnCqRead = Native.function(cqOps, Abi.OPS_CQ_READ, "fi_cq_read");
+    fnCqReaderr = Native.function(cqOps, Abi.OPS_CQ_READERR, "fi_cq_readerr");
+    fnCqStrerror = Native.function(cqOps, Abi.OPS_CQ_STRERROR, "fi_cq_strerror");
+
+    // shm's first fi_endpoint installs SIGSEGV/SIGBUS handlers that unlink its shared memory.
+    MemorySegment fnEndpoint = Native.function(domainOps, Abi.OPS_DOMAIN_ENDPOINT, "fi_endpoint");
+    try (var _ = Native.SignalGuard.save()) {
+      rc = (int) Native.I_LLLL.invokeExact(fnEndpoint, domain, info, outAddress, 0L);
+    }
+    check("fi_endpoint", rc);
+    ep = out.get(JAVA_LONG, 0);
+    long epOps = Native.word(ep + Abi.FID_OPS);
+    MemorySegment fnBind = Native.function(epOps, Abi.OPS_BIND, "fi_ep_bind");
+    rc = (int) Native.I_LLL.invokeExact(fnBind, ep, av, 0L);
+    check("fi_ep_bind(av)", rc);
+    rc = (int) Native.I_LLL.invokeExact(fnBind, ep, cq, Abi.FI_TRANSMIT | Abi.FI_RECV);
+    check("fi_ep_bind(cq)", rc);
+    rc =
+        (int)
+            Native.I_LIL.invokeExact(
+                Native.function(epOps, Abi.OPS_CONTROL, "fi_enable"), ep, Abi.FI_ENABLE, 0L);
+    check("fi_enable", rc);
+
+    long rma = Native.word(ep + Abi.EP_RMA);
+    fnWritemsg = Native.function(rma, Abi.OPS_RMA_WRITEMSG, "fi_writemsg");
+    fnRead = Native.function(rma, Abi.OPS_RMA_READ, "fi_read");
+    localAddress = fetchName();
   }
 
   /** The entry on {@code interfaces[0]} (or any), preferring the exact provider name asked for. */
@@ -1135,6 +1147,51 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     slots = 0;
     Arrays.fill(livePeers, false);
     arena.close();
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Closes the endpoint, then its completion queue and address vector (children before
+   * parents, as {@link #close()} does), and opens all three again on the same domain with the same
+   * {@code fi_info}. Registrations belong to the domain and stay valid; the op-slot slab stays
+   * (the provider stopped writing contexts at {@code fi_close(ep)}); completions read but not yet
+   * delivered are dropped with the operations they name. tcp and sockets bind a new ephemeral
+   * port, so the local address changes.
+   *
+   * <p>Why not {@code fi_av_remove} instead ({@link #removalFlushes()} is false on every provider
+   * here): the libfabric spec leaves removal with operations outstanding undefined, and what was
+   * measured (LIBFABRIC-FFM.md sections 8-10, 1.17): sockets and shm keep using the old
+   * connection after the removal, so nothing is flushed and the operations stay live; tcp;ofi_rxm
+   * crashes on any later post to the removed address; net (tcp on 1.18+) has the same util AV as
+   * rxm; udp;ofi_rxd and shm lose operations that never complete at all; EFA's {@code efa}
+   * releases the peer's entries so its operations never complete. Closing the endpoint is the one
+   * state in which no provider can still touch an operand.
+   *
+   * @throws DmaException when reopening fails; the endpoint is then closed
+   */
+  @Override
+  public void reset() {
+    ensureOpen();
+    ep = closeLogged("fi_close(ep)", ep);
+    cq = closeLogged("fi_close(cq)", cq);
+    av = closeLogged("fi_close(av)", av);
+    queueHead = 0;
+    queueSize = 0;
+    Arrays.fill(queuedMessage, null);
+    Arrays.fill(livePeers, false);
+    try {
+      openTransport();
+    } catch (Throwable reopenFailure) {
+      close();
+      throw new DmaException(
+          DmaException.Kind.FABRIC,
+          DmaException.Reason.PROVIDER,
+          "resetting the endpoint failed reopening it: " + reopenFailure.getMessage(),
+          reopenFailure instanceof DmaException dma ? dma.fabricErrno() : 0,
+          0,
+          reopenFailure);
+    }
   }
 
   private static long closeLogged(String what, long fid) {

@@ -32,7 +32,9 @@ final class Counts {
   static final int OPS_IN_FLIGHT_AT_CLOSE = 24;
   static final int ENDPOINTS_OPENED = 25;
   static final int PROGRESS_CALLS = 26;
-  private static final int COUNT = 27;
+  static final int RESETS = 27;
+  static final int OPS_DISCARDED_BY_RESET = 28;
+  private static final int COUNT = 29;
 
   private final Counts parent;
   private final long[] values = new long[COUNT];
@@ -96,6 +98,8 @@ final class Counts {
         v[OPS_IN_FLIGHT_AT_CLOSE],
         v[ENDPOINTS_OPENED],
         v[PROGRESS_CALLS],
+        v[RESETS],
+        v[OPS_DISCARDED_BY_RESET],
         lastViolation);
   }
 }

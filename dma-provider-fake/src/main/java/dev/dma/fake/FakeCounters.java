@@ -38,6 +38,8 @@ package dev.dma.fake;
  * @param opsInFlightAtClose operations still unreaped when their endpoint closed
  * @param endpointsOpened endpoints opened
  * @param progressCalls {@code progress} calls
+ * @param resets {@code reset} calls
+ * @param opsDiscardedByReset posted operations a reset discarded without moving their bytes
  * @param lastViolation the text of the latest violation, or the empty string when there was none
  */
 public record FakeCounters(
@@ -68,6 +70,8 @@ public record FakeCounters(
     long opsInFlightAtClose,
     long endpointsOpened,
     long progressCalls,
+    long resets,
+    long opsDiscardedByReset,
     String lastViolation) {
 
   /**

@@ -391,6 +391,54 @@ public final class FakeEndpoint implements FabricEndpoint {
     }
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Follows {@link FakeScript#flushOnRemove}: true when removal is scripted to flush.
+   */
+  @Override
+  public boolean removalFlushes() {
+    synchronized (lock) {
+      return script.flushOnRemove;
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>The fake discards every posted operation without moving its bytes (held, awaiting its
+   * target or ready to reap alike: a held op released later finds nothing), voids every peer
+   * handle (a post to one is a violation) and keeps registrations and exposed regions. The address
+   * stays the same, as a tcp endpoint bound to a fixed port would.
+   */
+  @Override
+  public void reset() {
+    synchronized (lock) {
+      if (closed) {
+        violation("reset on a closed endpoint");
+        throw new IllegalStateException("reset on a closed endpoint");
+      }
+      counts.increment(Counts.RESETS);
+      for (int slot = 0; slot < slotCount; slot++) {
+        if (slotState[slot] == SLOT_POSTED) {
+          slotState[slot] = SLOT_FREE;
+          slotHold[slot] = NOT_HELD;
+          // Invalidates the slot's entries in targets' awaiting lists (they match on the index).
+          slotIndex[slot] = -1;
+          counts.increment(Counts.OPS_DISCARDED_BY_RESET);
+        }
+      }
+      inFlight = 0;
+      heldCount = 0;
+      readyCount = 0;
+      readyHead = 0;
+      for (int handle = 0; handle < peerAddresses.size(); handle++) {
+        peerAddresses.set(handle, null);
+        peerTargets.set(handle, null);
+      }
+    }
+  }
+
   @Override
   public int maxTx() {
     synchronized (lock) {

@@ -26,6 +26,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * The fabric worker: one thread that owns one {@link FabricEndpoint} and drives every transfer on
@@ -56,6 +57,21 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /** The text of every transfer that never reached the wire because the worker went away. */
   public static final String WORKER_GONE = "fabric worker is gone";
 
+  /**
+   * How many times a transfer is posted again after its connection was reset under it (an endpoint
+   * reset, or a connection-level error completion) before it fails: RMA writes and reads are
+   * idempotent for the target's buffer, so a retry is safe, and two are enough for the one
+   * teardown another transfer's bad key causes on tcp;ofi_rxm.
+   */
+  static final int MAX_RETRIES = 2;
+
+  /**
+   * How long the worker waits, on a provider whose removal flushes ({@link
+   * FabricEndpoint#removalFlushes()}), for the flushed completions of expired operations before it
+   * resets the endpoint anyway.
+   */
+  static final long FLUSH_GRACE_NS = 1_000_000_000L;
+
   private static final System.Logger LOG = System.getLogger(FabricWorker.class.getName());
 
   private final FabricEndpoint endpoint;
@@ -68,6 +84,25 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final Ticker ticker;
   private final long progressDeadlineNs;
   private final String deadlineText;
+  private final long completionDeadlineNs;
+  private final String completionDeadlineText;
+  // How often in-flight ops are checked against the completion deadline: often enough that one
+  // fails within a few percent of its deadline, rarely enough that the scan of the slots costs
+  // nothing per transfer.
+  private final long deadlineScanIntervalNs;
+  private long nextDeadlineScanNs;
+  // Ops that passed the completion deadline and are still in a slot: waiting for their flushed
+  // completion (removalFlushes) or for the endpoint reset that discards them.
+  private int expiredInFlight;
+  private long flushDeadlineNs;
+  private long resets;
+  // Clients whose transfer passed a deadline, with the error their later transfers fail with at
+  // once, until addPeer or removePeer. Empty (and never looked up) on a healthy server.
+  private final LongObjectMap<DmaException> deadPeers = new LongObjectMap<>();
+  private final Consumer<byte[]> addressChanged;
+  private byte[] localAddress;
+  private final Backoff backoff;
+  private boolean closeTimedOut;
   private final RateLimitedLog warnings = new RateLimitedLog(LOG);
   private final Telemetry telemetry;
 
@@ -107,6 +142,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * @param ticker the clock for the progress deadline
    * @param configuredCap the configured in-flight cap
    * @param progressDeadline how long one op may keep getting {@code -FI_EAGAIN}
+   * @param completionDeadline how long one posted op may wait for its completion, or zero for no
+   *     bound
+   * @param addressChanged told, on the worker thread, the endpoint's new address after a reset
+   *     changed it
    * @param telemetry spans and metrics, or {@link Telemetry#OFF}
    */
   @SuppressWarnings("unchecked")
@@ -121,6 +160,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       Ticker ticker,
       int configuredCap,
       Duration progressDeadline,
+      Duration completionDeadline,
+      Consumer<byte[]> addressChanged,
       Telemetry telemetry) {
     this.endpoint = endpoint;
     this.telemetry = telemetry;
@@ -136,6 +177,17 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         "no progress posting for "
             + DurationFormat.format(progressDeadline)
             + ": peer unreachable or transmit queue stuck";
+    this.completionDeadlineNs = completionDeadline.toNanos();
+    this.completionDeadlineText =
+        "no completion within the completion deadline of " + DurationFormat.format(completionDeadline);
+    this.deadlineScanIntervalNs =
+        Math.max(1_000_000L, Math.min(completionDeadlineNs / 16, 100_000_000L));
+    this.addressChanged = addressChanged;
+    this.localAddress = endpoint.localAddress();
+    this.backoff = new Backoff(channel);
+    // A stale incarnation leaves the address vector only when its holders' ops are done, as every
+    // other removal does.
+    peers.deferRemovalWhile(clientId -> clients.get(clientId) != null);
     this.cap = inFlightCap(configuredCap, endpoint.maxTx());
     this.slots = (Op<T>[]) new Op<?>[cap];
     this.freeSlots = new int[cap];
@@ -225,6 +277,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private void loop() {
     while (true) {
       boolean disconnected = intake();
+      // The clock, once per pass and only while something is outstanding: posts stamp it and the
+      // deadline scan compares against it.
+      if (inFlight > 0 || !pending.isEmpty()) {
+        now = ticker.read();
+      }
 
       int posted = postPass();
 
@@ -237,6 +294,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         warnings.warn("completion queue read failed: " + error.getMessage());
       }
       boolean reapedAny = reapedThisPass > 0;
+      if (completionDeadlineNs > 0 && inFlight > 0 && now - nextDeadlineScanNs >= 0) {
+        nextDeadlineScanNs = now + deadlineScanIntervalNs;
+        checkDeadlines();
+      }
       pendingCount = pending.size();
       if (telemetry.tracePasses && (posted > 0 || reapedAny)) {
         // Emitted only when something moved; a debug aid the user opts into.
@@ -272,19 +333,220 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         deliver(completions);
       }
 
-      if (disconnected && idle) {
-        return;
+      if (disconnected) {
+        if (idle) {
+          return;
+        }
+        if (channel.hasCloseDeadline() && System.nanoTime() - channel.closeDeadlineNanos() >= 0) {
+          // close(timeout) promised to return: shutDown closes the endpoint (after which no
+          // provider touches an operand) and fails what is still posted.
+          closeTimedOut = true;
+          return;
+        }
       }
       switch (Idle.decide(inFlight, pending.size(), posted, reapedAny)) {
-        case PARK -> channel.park();
-        // Everything pending is stalled on -FI_EAGAIN (peers connecting or gone) and nothing is
-        // in flight to reap: give the core away; retrying is not useful for a few hundred µs.
-        case YIELD -> Thread.yield();
-        // Work in flight but nothing moved: stay hot for the completion.
-        case SPIN -> Thread.onSpinWait();
-        case CONTINUE -> {}
+        case PARK -> {
+          backoff.reset();
+          channel.park();
+        }
+        // Work in flight or stalled on -FI_EAGAIN, and nothing moved: spin for the completion
+        // that usually follows within microseconds, then back off to parking so a peer that went
+        // silent does not cost a core.
+        case YIELD, SPIN -> backoff.idle();
+        case CONTINUE -> backoff.reset();
       }
     }
+  }
+
+  /** The ticker's reading at the start of the current pass (while anything is outstanding). */
+  private long now;
+
+  /**
+   * Fails every in-flight op past the completion deadline, marks its client dead, and recovers the
+   * endpoint so the op's completion can be delivered safely: by the flush its peer's removal
+   * causes where the provider guarantees one, otherwise (and when the flush does not come) by
+   * resetting the endpoint. An expired op is delivered only from its reaped completion or from
+   * the reset, never on the timer alone: until then the provider may still write its operand.
+   */
+  private void checkDeadlines() {
+    boolean expiredNow = false;
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op != null && !op.expired && now - op.postedAtNs >= completionDeadlineNs) {
+        op.expired = true;
+        expiredInFlight++;
+        expiredNow = true;
+        if (telemetry.metrics) {
+          telemetry.deadlineFailures.add(1, telemetry.device);
+        }
+        long clientId = op.client.id;
+        if (deadPeers.get(clientId) == null) {
+          markDead(clientId, completionDeadlineText);
+          if (endpoint.removalFlushes()) {
+            // Its posted ops come back as flushed error completions.
+            peers.release(clientId);
+          }
+        }
+      }
+    }
+    if (expiredInFlight == 0) {
+      return;
+    }
+    if (!endpoint.removalFlushes()) {
+      resetEndpoint("a transfer passed the completion deadline");
+    } else if (expiredNow) {
+      flushDeadlineNs = now + FLUSH_GRACE_NS;
+    } else if (now - flushDeadlineNs >= 0) {
+      resetEndpoint("a flushed transfer's completion did not come");
+    }
+  }
+
+  /**
+   * Marks a client dead after one of its transfers passed a deadline: its queued transfers fail
+   * now, and new ones fail at intake, each with the same error, instead of each waiting out a
+   * deadline of its own.
+   */
+  private void markDead(long clientId, String deadline) {
+    DmaException unreachable =
+        new DmaException(
+            DmaException.Kind.TRANSFER,
+            DmaException.Reason.PEER_UNREACHABLE,
+            "client "
+                + clientId
+                + " is unreachable ("
+                + deadline
+                + "); its transfers fail at once until the peer is added again",
+            0,
+            0,
+            null);
+    deadPeers.put(clientId, unreachable);
+    for (var queued = pending.iterator(); queued.hasNext(); ) {
+      Op<T> op = queued.next();
+      if (op.client.id == clientId) {
+        queued.remove();
+        failUnposted(op, unreachable);
+      }
+    }
+  }
+
+  /** The failure of an op of {@code clientId} that passed the completion deadline. */
+  private DmaException completionDeadlineError(long clientId) {
+    return new DmaException(
+        DmaException.Kind.TRANSFER,
+        DmaException.Reason.DEADLINE,
+        completionDeadlineText + " (client " + clientId + "): peer unreachable or completion lost",
+        0,
+        0,
+        null);
+  }
+
+  /**
+   * Closes and reopens the endpoint's transport ({@link FabricEndpoint#reset()}): the one state in
+   * which no provider can still touch a posted operand. Then every op that was in flight is
+   * finished: expired ones fail with the deadline, ones of dead clients with their client's
+   * error, and the rest, which failed through no fault of their own, are posted again (at most
+   * {@link #MAX_RETRIES} times, then they fail as {@link DmaException.Reason#ENDPOINT_RESET},
+   * retryable). Live peers are inserted again; queued transfers go out on the new endpoint.
+   */
+  private void resetEndpoint(String why) {
+    try {
+      endpoint.reset();
+    } catch (RuntimeException cannot) {
+      // Nothing else makes the operands safe to hand back: stop, and let shutDown close the
+      // endpoint before it fails everything.
+      throw new IllegalStateException(
+          "the endpoint could not be reset after " + why + ": " + cannot, cannot);
+    }
+    resets++;
+    expiredInFlight = 0;
+    int retried = 0;
+    int failed = 0;
+    ArrayDeque<Op<T>> again = new ArrayDeque<>();
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op == null) {
+        continue;
+      }
+      slots[slot] = null;
+      freeSlots[freeSlotCount++] = slot;
+      inFlight = Math.max(0, inFlight - 1);
+      DmaException dead = deadPeers.get(op.client.id);
+      if (op.expired) {
+        finishReaped(op, completionDeadlineError(op.client.id));
+        failed++;
+      } else if (dead != null) {
+        finishReaped(op, dead);
+        failed++;
+      } else if (op.retries < MAX_RETRIES) {
+        op.retries++;
+        endSpansForRetry(op, "endpoint reset");
+        again.addLast(op);
+        retried++;
+      } else {
+        finishReaped(
+            op,
+            new DmaException(
+                DmaException.Kind.TRANSFER,
+                DmaException.Reason.ENDPOINT_RESET,
+                "the endpoint was reset while this transfer was posted ("
+                    + why
+                    + "), after "
+                    + op.retries
+                    + " retries; submitting it again is safe",
+                0,
+                0,
+                null));
+        failed++;
+      }
+    }
+    // Posted again ahead of everything queued behind them, in their original order.
+    while (!again.isEmpty()) {
+      pending.addFirst(again.pollLast());
+    }
+    int reinserted = peers.reinsertAfterReset(clientId -> deadPeers.get(clientId) == null);
+    byte[] address = endpoint.localAddress();
+    if (!java.util.Arrays.equals(address, localAddress)) {
+      localAddress = address;
+      try {
+        addressChanged.accept(address.clone());
+      } catch (RuntimeException listenerBug) {
+        LOG.log(Level.ERROR, "the local-address listener threw; the worker carries on", listenerBug);
+      }
+    }
+    LOG.log(
+        Level.WARNING,
+        "reset the endpoint ("
+            + why
+            + "): "
+            + failed
+            + " transfers failed, "
+            + retried
+            + " posted again, "
+            + reinserted
+            + " peers inserted again");
+  }
+
+  /** Ends the spans of an op whose post is being abandoned and retried. */
+  private void endSpansForRetry(Op<T> op, String why) {
+    if (op.await != null) {
+      op.await.end();
+      op.await = null;
+    }
+    if (op.wire != null) {
+      op.wire.setStatus(StatusCode.ERROR, why + "; posted again");
+      op.wire.end();
+      op.wire = null;
+    }
+  }
+
+  /**
+   * How many times this worker reset its endpoint. Worker thread (tests read it after the worker
+   * stopped, or through telemetry).
+   *
+   * @return the count
+   */
+  public long resets() {
+    return resets;
   }
 
   /** Drains the channel without blocking; returns whether it is closed and drained. */
@@ -302,6 +564,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       case TransferRequest<?> request -> accept((TransferRequest<T>) request, null);
       case Traced traced -> accept((TransferRequest<T>) traced.request(), traced.parent());
       case Commands.AddPeer add -> {
+        // The application says the peer is back (or new): its transfers are posted again.
+        deadPeers.remove(add.clientId());
         try {
           peers.handle(add.clientId(), add.address());
           add.reply().send(null);
@@ -309,7 +573,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
           add.reply().fail(error);
         }
       }
-      case Commands.RemovePeer remove -> removeOrDefer(remove.clientId());
+      case Commands.RemovePeer remove -> {
+        deadPeers.remove(remove.clientId());
+        removeOrDefer(remove.clientId());
+      }
       case Commands.Pin pin -> {
         // The submitter is blocked on this reply, so answer even when the pin fails.
         try {
@@ -326,6 +593,15 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /** Queues a submitted transfer, or completes it at once when its operand doesn't resolve. */
   private void accept(TransferRequest<T> request, Context parent) {
     T context = request.context();
+    if (!deadPeers.isEmpty()) {
+      DmaException unreachable = deadPeers.get(request.clientId());
+      if (unreachable != null) {
+        releaseOutstanding();
+        countFailure(unreachable);
+        completions.add(new Completion<>(context, Outcome.failed(unreachable)));
+        return;
+      }
+    }
     MemorySegment operand;
     try {
       operand = Operands.resolve(context, request.direction());
@@ -360,6 +636,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.operand = operand;
     op.lengthBytes = Operands.lengthOf(request.direction(), operand);
     op.stalled = false;
+    op.expired = false;
+    op.retries = 0;
     op.parent = parent;
     op.client = clientFor(request.clientId());
     op.client.outstanding++;
@@ -397,6 +675,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     int attempts = pending.size();
     while (inFlight < cap && attempts-- > 0) {
       Op<T> op = pending.pollFirst();
+      if (op == null) {
+        // A client marked dead during this pass took its queued ops out.
+        break;
+      }
       DmaException error;
       try {
         int code = post(op);
@@ -405,7 +687,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
           continue;
         }
         if (code == FabricEndpoint.AGAIN) {
-          long now = ticker.read();
           if (!op.stalled) {
             op.stalled = true;
             op.stalledSinceNs = now;
@@ -419,10 +700,22 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
             pending.addLast(op);
             continue;
           } else {
-            error = new DmaException(DmaException.Kind.TRANSFER, deadlineText, -code, 0, null);
+            error =
+                new DmaException(
+                    DmaException.Kind.TRANSFER,
+                    DmaException.Reason.DEADLINE,
+                    deadlineText,
+                    -code,
+                    0,
+                    null);
             if (telemetry.metrics) {
               telemetry.deadlineFailures.add(1, telemetry.device);
             }
+            // Fail it first, so the client's other queued ops fail after it, not before.
+            long clientId = op.client.id;
+            failUnposted(op, error);
+            markDead(clientId, deadlineText);
+            continue;
           }
         } else {
           error =
@@ -436,6 +729,17 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       } catch (DmaException setupFailure) {
         // Peer insert or registration failed: this op only.
         error = setupFailure;
+      } catch (RuntimeException providerBug) {
+        // Any other throwable from the post path (a provider bug) still finishes the op: it is in
+        // neither the queue nor a slot now, so nothing else would ever complete it.
+        error =
+            new DmaException(
+                DmaException.Kind.FABRIC,
+                DmaException.Reason.PROVIDER,
+                "post failed: " + providerBug,
+                0,
+                0,
+                providerBug);
       }
       // The post failed outright: the op finishes here and is never reaped.
       failUnposted(op, error);
@@ -448,11 +752,16 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     TransferRequest<T> request = op.request;
     long peer = peers.handle(request.clientId(), request.peerAddress());
     long address = op.operand.address();
-    Registration lease;
-    if (telemetry.tracing) {
-      lease = leaseTraced(op, address);
-    } else {
-      lease = regions.lease(address, op.lengthBytes, request.context());
+    // Leased once per op and kept across -FI_EAGAIN and retries: re-registering an uncached
+    // operand on every refused post would pin and unpin it thousands of times a second.
+    Registration lease = op.lease;
+    if (lease == null) {
+      if (telemetry.tracing) {
+        lease = leaseTraced(op, address);
+      } else {
+        lease = regions.lease(address, op.lengthBytes, request.context());
+      }
+      op.lease = lease;
     }
     long descriptor = lease == null ? 0 : lease.descriptor();
     int slot = freeSlots[--freeSlotCount];
@@ -477,18 +786,18 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
                   request.remoteAddress(),
                   request.remoteKey());
     } catch (RuntimeException providerBug) {
+      // The lease stays with the op and is dropped when the op finishes.
       freeSlots[freeSlotCount++] = slot;
-      if (lease != null) {
-        lease.release();
-      }
       throw providerBug;
     }
     if (code == FabricEndpoint.POSTED) {
-      // The lease is held until the op is reaped: while it lives the registration cannot be
+      // The lease is held until the op finishes: while it lives the registration cannot be
       // closed, so a concurrent invalidate cannot pull it out from under the descriptor just
       // handed to the provider.
-      op.lease = lease;
       op.slot = slot;
+      op.postedAtNs = now;
+      // A later retry's progress deadline counts from its own first refusal.
+      op.stalled = false;
       slots[slot] = op;
       inFlight++;
       if (telemetry.metrics) {
@@ -499,10 +808,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       }
     } else {
       freeSlots[freeSlotCount++] = slot;
-      // A refused post drops its lease at once; an uncached extent is re-registered next attempt.
-      if (lease != null) {
-        lease.release();
-      }
     }
     return code;
   }
@@ -511,6 +816,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   public void completed(int slot) {
     Op<T> op = reclaim(slot);
     if (op != null) {
+      // An op that passed its deadline and then completed did land: it succeeded, late.
       finishReaped(op, null);
     }
   }
@@ -518,10 +824,47 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   @Override
   public void failed(int slot, int errno, int providerErrno, String message) {
     Op<T> op = reclaim(slot);
-    if (op != null) {
-      finishReaped(
-          op, new DmaException(DmaException.Kind.TRANSFER, message, errno, providerErrno, null));
+    if (op == null) {
+      return;
     }
+    if (op.expired) {
+      // The flush of an op that passed its deadline: the deadline is why it failed.
+      finishReaped(op, completionDeadlineError(op.client.id));
+      return;
+    }
+    if (isConnectionLevel(errno)
+        && op.retries < MAX_RETRIES
+        && (deadPeers.isEmpty() || deadPeers.get(op.client.id) == null)) {
+      // The connection was torn down under it (on tcp;ofi_rxm another transfer's bad key does
+      // that), not by its own fault: post it again, once the provider reconnects.
+      op.retries++;
+      endSpansForRetry(op, "connection reset");
+      pending.addFirst(op);
+      return;
+    }
+    finishReaped(
+        op,
+        new DmaException(
+            DmaException.Kind.TRANSFER,
+            DmaException.Reason.ofErrno(errno),
+            message,
+            errno,
+            providerErrno,
+            null));
+  }
+
+  /**
+   * Whether a completion error means the connection failed rather than this transfer: {@code
+   * ENOTCONN}, {@code EPIPE}, {@code ECONNRESET} and {@code ECONNABORTED}, the same on every
+   * libfabric provider here (tcp;ofi_rxm reports the victims of a torn-down connection as ENOTCONN
+   * with prov_errno EPIPE; net, sockets and shm report their own faults as EACCES, EIO or
+   * ECANCELED, which are not retried).
+   */
+  static boolean isConnectionLevel(int errno) {
+    return switch (errno) {
+      case 32, 103, 104, 107 -> true; // EPIPE, ECONNABORTED, ECONNRESET, ENOTCONN
+      default -> false;
+    };
   }
 
   private Op<T> reclaim(int slot) {
@@ -535,9 +878,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     // Saturating: a reap that outran in-flight would otherwise leave the worker unable to post.
     inFlight = Math.max(0, inFlight - 1);
     reapedThisPass++;
-    if (op.lease != null) {
-      op.lease.release();
-      op.lease = null;
+    if (op.expired) {
+      expiredInFlight--;
     }
     return op;
   }
@@ -594,6 +936,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /** Accounts one finished op (reaped, or failed before posting) and recycles it. */
   private void accountFinished(Op<T> op) {
     releaseOutstanding();
+    if (op.lease != null) {
+      op.lease.release();
+      op.lease = null;
+    }
     Client client = op.client;
     if (--client.outstanding <= 0) {
       clients.remove(client.id);
@@ -601,6 +947,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         peers.release(client.id);
       }
       spareClients.addLast(client);
+      if (peers.hasRetired()) {
+        peers.removeRetired();
+      }
     }
     op.request = null;
     op.operand = null;
@@ -743,7 +1092,19 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       Op<T> op = slots[slot];
       if (op != null) {
         slots[slot] = null;
-        leftover.add(gone(op, failure));
+        leftover.add(
+            closeTimedOut && failure == null
+                ? finished(
+                    op,
+                    new DmaException(
+                        DmaException.Kind.TRANSFER,
+                        DmaException.Reason.CLOSED,
+                        "the service closed before this transfer completed: the close timeout"
+                            + " passed with it posted",
+                        0,
+                        0,
+                        null))
+                : gone(op, failure));
       }
     }
     inFlight = 0;
@@ -775,10 +1136,20 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   }
 
   private Completion<T> gone(Op<T> op, Throwable failure) {
+    return finished(
+        op,
+        new DmaException(
+            DmaException.Kind.FABRIC, DmaException.Reason.CLOSED, WORKER_GONE, 0, 0, failure));
+  }
+
+  /** The failed completion of an op the worker drops at shutdown; its lease goes with it. */
+  private Completion<T> finished(Op<T> op, DmaException error) {
     T context = op.request.context();
     releaseOutstanding();
-    DmaException error =
-        new DmaException(DmaException.Kind.FABRIC, WORKER_GONE, 0, 0, failure);
+    if (op.lease != null) {
+      op.lease.release();
+      op.lease = null;
+    }
     return new Completion<>(context, Outcome.failed(error));
   }
 
@@ -792,7 +1163,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         releaseOutstanding();
         return List.of(
             new Completion<>(
-                (T) request.context(), Outcome.failed(DmaException.fabric(WORKER_GONE))));
+                (T) request.context(),
+                Outcome.failed(DmaException.fabric(DmaException.Reason.CLOSED, WORKER_GONE))));
       }
       case Commands.AddPeer add -> add.reply().abandon();
       case Commands.Pin pin -> pin.reply().abandon();
@@ -810,6 +1182,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     Registration lease;
     int slot;
     boolean stalled;
+    // Passed the completion deadline while posted; finished by its flush or the reset.
+    boolean expired;
+    // Posts abandoned to a reset or a torn-down connection so far.
+    int retries;
+    // When it was posted, on the worker's ticker; the completion deadline counts from here.
+    long postedAtNs;
     // Telemetry, only when installed: the submitter's context, the spans, the post time.
     Context parent;
     Span wire;

@@ -23,4 +23,34 @@ public final class Threads {
       Thread.currentThread().interrupt();
     }
   }
+
+  /**
+   * Waits for a thread to die, at most {@code timeout}, keeping the caller's interrupt status.
+   *
+   * @param thread the thread
+   * @param timeout the longest wait
+   * @return whether the thread died
+   */
+  public static boolean joinUninterruptibly(Thread thread, java.time.Duration timeout) {
+    boolean interrupted = false;
+    long deadline = System.nanoTime() + timeout.toNanos();
+    try {
+      while (thread.isAlive()) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          return false;
+        }
+        try {
+          thread.join(java.time.Duration.ofNanos(left));
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+      return true;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
 }

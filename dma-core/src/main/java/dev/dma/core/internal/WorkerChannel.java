@@ -25,6 +25,10 @@ public final class WorkerChannel {
   private final ArrayDeque<Object> overflow = new ArrayDeque<>();
   private final AtomicInteger inside = new AtomicInteger();
   private volatile boolean closed;
+  // Written before the volatile closeDeadlineSet, so a reader that sees the flag sees the value;
+  // the first close wins (a second close(timeout) cannot lengthen the wait already promised).
+  private volatile long closeDeadlineNanos;
+  private volatile boolean closeDeadlineSet;
   private volatile boolean parked;
   private volatile Thread consumer;
 
@@ -127,5 +131,54 @@ public final class WorkerChannel {
       LockSupport.park(this);
     }
     parked = false;
+  }
+
+  /**
+   * Blocks for at most {@code nanos}, less when a message may be ready or the channel closes.
+   * Worker only.
+   *
+   * @param nanos the longest wait
+   */
+  public void parkNanos(long nanos) {
+    parked = true;
+    VarHandle.fullFence();
+    if (queue.isEmpty() && !closed) {
+      LockSupport.parkNanos(this, nanos);
+    }
+    parked = false;
+  }
+
+  /**
+   * Closes the channel like {@link #close()}, and bounds how long the worker may then wait for
+   * posted operations: past {@code deadlineNanos} ({@link System#nanoTime()} time) it stops
+   * waiting, closes its endpoint and fails what is left.
+   *
+   * @param deadlineNanos when to stop waiting
+   */
+  public void close(long deadlineNanos) {
+    if (!closeDeadlineSet) {
+      closeDeadlineNanos = deadlineNanos;
+      closeDeadlineSet = true;
+    }
+    close();
+  }
+
+  /**
+   * Whether the closer bounded its wait, and {@link #closeDeadlineNanos()} holds the bound.
+   *
+   * @return whether a close deadline is set
+   */
+  public boolean hasCloseDeadline() {
+    return closeDeadlineSet;
+  }
+
+  /**
+   * The close deadline in {@link System#nanoTime()} time; meaningful once {@link
+   * #hasCloseDeadline()} is true.
+   *
+   * @return the deadline
+   */
+  public long closeDeadlineNanos() {
+    return closeDeadlineNanos;
   }
 }

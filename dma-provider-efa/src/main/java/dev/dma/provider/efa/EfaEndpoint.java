@@ -177,6 +177,31 @@ public final class EfaEndpoint implements FabricEndpoint {
     return delegate.removePeer(handle);
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>False on both EFA fabrics (EFA.md, pitfalls): on {@code efa}, {@code fi_av_remove} with
+   * operations outstanding releases the peer's tx/rx entries so those operations never complete;
+   * on efa-direct the address handle is destroyed with work requests still posted, with undefined
+   * results. The worker resets the endpoint instead.
+   */
+  @Override
+  public boolean removalFlushes() {
+    return false;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Every peer handshakes again after a reset. On efa-direct the new queue pair has a new QPN,
+   * so the address changes: targets must insert the new one before they can be reached.
+   */
+  @Override
+  public void reset() {
+    delegate.reset();
+    Arrays.fill(peerState, PEER_NEW);
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Registrations
 

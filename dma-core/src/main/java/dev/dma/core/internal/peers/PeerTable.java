@@ -5,12 +5,14 @@ import dev.dma.spi.FabricEndpoint;
 import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.Set;
+import java.util.function.LongPredicate;
 
 /**
  * The address-vector entries of one endpoint's peers, shared by identity and counted per client.
@@ -63,6 +65,16 @@ public final class PeerTable {
    */
   private final HashMap<Identity, Entry> byIdentity = new HashMap<>();
 
+  /**
+   * Stale incarnations evicted while a former holder still had operations outstanding: removing
+   * them from the address vector then would pull the peer from under posted operations (EFA never
+   * completes them; tcp;ofi_rxm crashes on a later post), so they wait here for {@link
+   * #removeRetired()}.
+   */
+  private final ArrayList<Retired> retired = new ArrayList<>();
+
+  private LongPredicate busy = clientId -> false;
+
   private int sweepThreshold = SWEEP_FLOOR;
   private int liveEntries;
 
@@ -81,6 +93,16 @@ public final class PeerTable {
       throw new NullPointerException("endpoint");
     }
     this.endpoint = endpoint;
+  }
+
+  /**
+   * Tells the table which clients still have operations outstanding, so a removal that would pull
+   * a peer from under them is deferred. Set once by the worker, before the first call.
+   *
+   * @param value true for a client with operations queued or in flight
+   */
+  public void deferRemovalWhile(LongPredicate value) {
+    busy = value;
   }
 
   /**
@@ -153,9 +175,20 @@ public final class PeerTable {
    */
   private void evictIncarnation(long clientId, Entry stale) {
     long[] holders = Arrays.copyOf(stale.clients, stale.holders);
+    boolean deferred = false;
     for (long holder : holders) {
       byClient.remove(holder);
-      drop(stale, holder);
+      deferred |= busy.test(holder);
+    }
+    if (deferred) {
+      // Their in-flight operations were posted against the stale handle: it leaves the vector
+      // only once they are done (removeRetired), like any other removal the worker defers.
+      stale.holders = 0;
+      retired.add(new Retired(stale, holders));
+    } else {
+      for (long holder : holders) {
+        drop(stale, holder);
+      }
     }
     EVICTIONS.setOpaque(this, evictions + 1);
     LOG.log(
@@ -179,6 +212,78 @@ public final class PeerTable {
     if (entry != null) {
       drop(entry, clientId);
     }
+  }
+
+  /**
+   * Whether an evicted incarnation waits for its former holders' operations.
+   *
+   * @return whether {@link #removeRetired()} has work
+   */
+  public boolean hasRetired() {
+    return !retired.isEmpty();
+  }
+
+  /**
+   * Removes from the address vector each evicted incarnation none of whose former holders has
+   * operations outstanding any more. Worker thread only; the worker calls it when a client's last
+   * operation finishes.
+   */
+  public void removeRetired() {
+    for (Iterator<Retired> each = retired.iterator(); each.hasNext(); ) {
+      Retired candidate = each.next();
+      boolean stillBusy = false;
+      for (long holder : candidate.formerHolders()) {
+        stillBusy |= busy.test(holder);
+      }
+      if (!stillBusy) {
+        each.remove();
+        remove(candidate.entry());
+      }
+    }
+  }
+
+  /**
+   * After {@link FabricEndpoint#reset()}: every handle is void and the new address vector is empty.
+   * Forgets every entry without removing it, then inserts again the address of every client that
+   * {@code keep} accepts; the others (dead peers) hold nothing and are inserted afresh by their next
+   * transfer or {@code addPeer}. A client whose insert fails holds nothing; its next transfer tries
+   * again and fails with the reason. Worker thread only.
+   *
+   * @param keep which clients to insert again
+   * @return how many clients were inserted again
+   */
+  public int reinsertAfterReset(LongPredicate keep) {
+    ArrayList<Entry> held = new ArrayList<>();
+    Set<Entry> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+    byClient.forEachValue(
+        entry -> {
+          if (seen.add(entry)) {
+            held.add(entry);
+          }
+        });
+    byClient.clear();
+    byIdentity.clear();
+    retired.clear();
+    liveEntries = 0;
+    sweepThreshold = SWEEP_FLOOR;
+    int inserted = 0;
+    for (Entry entry : held) {
+      for (int i = 0; i < entry.holders; i++) {
+        long clientId = entry.clients[i];
+        if (!keep.test(clientId)) {
+          continue;
+        }
+        try {
+          handle(clientId, entry.address);
+          inserted++;
+        } catch (RuntimeException refused) {
+          LOG.log(
+              Level.WARNING,
+              "re-inserting client " + clientId + " after an endpoint reset failed: " + refused);
+        }
+      }
+    }
+    return inserted;
   }
 
   /**
@@ -331,6 +436,9 @@ public final class PeerTable {
       throw new IllegalStateException("client " + clientId + " does not hold " + this);
     }
   }
+
+  /** An evicted incarnation and the clients that held it when it was evicted. */
+  private record Retired(Entry entry, long[] formerHolders) {}
 
   /** Identity bytes as a hash key. */
   private record Identity(byte[] bytes) {
