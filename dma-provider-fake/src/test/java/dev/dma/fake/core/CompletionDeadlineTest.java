@@ -1,0 +1,483 @@
+package dev.dma.fake.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.BatchCompleter;
+import dev.dma.api.Checksums;
+import dev.dma.api.Completion;
+import dev.dma.api.Direction;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
+import dev.dma.api.DmaException.Reason;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricService;
+import dev.dma.fake.FakeEndpoint;
+import dev.dma.fake.FakeFabric;
+import dev.dma.fake.OpMatcher;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Bounded lifetimes on the fake (issue "nothing waits forever"): the completion deadline and the
+ * endpoint reset or flush behind it, dead peers failing fast, connection-level retries, the bounded
+ * close, backpressure, and the backoff of a stuck worker. Two targets: {@code stuck}, whose
+ * completions the script holds for ever, and {@code live}, which keeps serving.
+ */
+class CompletionDeadlineTest {
+  private static final AtomicInteger FABRICS = new AtomicInteger();
+  private static final Duration DEADLINE = Duration.ofSeconds(2);
+  private static final long STUCK = 1;
+  private static final long LIVE = 2;
+
+  private FakeFabric fabric;
+  private FakeEndpoint stuck;
+  private FakeEndpoint live;
+  private Arena arena;
+  private MemorySegment stuckMemory;
+  private MemorySegment liveMemory;
+  private Advertisement stuckAd;
+  private Advertisement liveAd;
+  private final ManualTicker ticker = new ManualTicker();
+  private final Recorder<Buffer> recorder = new Recorder<>();
+  private FabricService<Buffer> service;
+
+  @BeforeEach
+  void openFabric() {
+    fabric = FakeFabric.create("deadline-test-" + FABRICS.incrementAndGet());
+    stuck = fabric.openEndpoint();
+    live = fabric.openEndpoint();
+    arena = Arena.ofShared();
+    stuckMemory = arena.allocate(1 << 16);
+    liveMemory = arena.allocate(1 << 16);
+    stuckAd = stuck.expose(stuckMemory, true, true).advertisement();
+    liveAd = live.expose(liveMemory, true, true).advertisement();
+  }
+
+  @AfterEach
+  void closeFabric() {
+    if (service != null) {
+      fabric.script().reset();
+      fabric.script().releaseCompletions();
+      service.close();
+    }
+    stuck.close();
+    live.close();
+    fabric.close();
+    arena.close();
+  }
+
+  private FabricService<Buffer> start(UnaryOperator<DmaConfiguration.Builder> tweak) {
+    return start(tweak, recorder);
+  }
+
+  private FabricService<Buffer> start(
+      UnaryOperator<DmaConfiguration.Builder> tweak, BatchCompleter<Buffer> completer) {
+    DmaConfiguration configuration =
+        tweak
+            .apply(
+                DmaConfiguration.builder()
+                    .providers("fake")
+                    .interfaces(List.of(fabric.name()))
+                    .completionDeadline(DEADLINE))
+            .build();
+    service =
+        FabricService.<Buffer>builder(configuration).completer(completer).ticker(ticker).start();
+    return service;
+  }
+
+  /** Holds every op whose target is the stuck endpoint; the live one completes at once. */
+  private void holdStuck() {
+    byte[] stuckAddress = stuck.localAddress();
+    fabric.script().holdCompletions(op -> Arrays.equals(op.peer(), stuckAddress));
+  }
+
+  private Buffer pattern(long id, int size, int seed) {
+    MemorySegment segment = arena.allocate(size);
+    for (int i = 0; i < size; i++) {
+      segment.set(ValueLayout.JAVA_BYTE, i, (byte) (seed + i * 13));
+    }
+    return new Buffer(id, segment);
+  }
+
+  private static TransferRequest<Buffer> write(long client, Advertisement ad, Buffer buffer) {
+    return TransferRequest.to(client, ad, Direction.TO_PEER, false, buffer);
+  }
+
+  private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + 30_000_000_000L;
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() < deadline, "condition not met within 30 s");
+      Thread.sleep(1);
+    }
+  }
+
+  private static boolean allZero(MemorySegment memory) {
+    for (long i = 0; i < memory.byteSize(); i++) {
+      if (memory.get(ValueLayout.JAVA_BYTE, i) != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static DmaException error(Completion<Buffer> completion) {
+    assertFalse(completion.outcome().isDone(), "expected a failure");
+    return completion.outcome().error();
+  }
+
+  // ------------------------------------------------------------------- deadline, by reset
+
+  @Test
+  void aHeldOpFailsAtTheDeadlineOnlyOnceTheResetMadeItsOperandSafe() throws Exception {
+    start(builder -> builder);
+    holdStuck();
+    for (int i = 0; i < 3; i++) {
+      assertTrue(service.submit(write(STUCK, stuckAd, pattern(i, 4096, i))));
+    }
+    waitUntil(() -> fabric.script().heldCompletions() == 3);
+    // Not yet due: nothing fails, nothing is reset.
+    ticker.advance(DEADLINE.minusMillis(1));
+    assertNull(recorder.poll(200));
+    assertEquals(0, fabric.counters().resets());
+
+    // Deadlines are checked every deadline/16 (at most 100 ms) of the worker's clock.
+    ticker.advance(Duration.ofMillis(101));
+    List<Completion<Buffer>> failed = recorder.take(3);
+    for (Completion<Buffer> completion : failed) {
+      DmaException error = error(completion);
+      assertEquals(Reason.DEADLINE, error.reason());
+      assertTrue(error.getMessage().contains("completion deadline of 2s"), error.getMessage());
+      assertTrue(error.getMessage().contains("client 1"), error.getMessage());
+    }
+    // Delivered only after the endpoint discarded the three ops: the provider can no longer move
+    // their bytes, and a late release finds nothing.
+    assertEquals(1, fabric.counters().resets());
+    assertEquals(3, fabric.counters().opsDiscardedByReset());
+    assertEquals(0, fabric.script().releaseCompletions());
+    assertTrue(allZero(stuckMemory), "a discarded write landed");
+    assertEquals(0, fabric.counters().bytesWritten());
+    assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
+    assertEquals(0, service.outstanding());
+  }
+
+  @Test
+  void otherClientsKeepCompletingAcrossTheResetWithTheirBytes() throws Exception {
+    start(builder -> builder);
+    holdStuck();
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(100, 512, 1))));
+    waitUntil(() -> fabric.script().heldCompletions() == 1);
+    Buffer before = pattern(1, 1024, 3);
+    assertTrue(service.submit(write(LIVE, liveAd, before)));
+    assertTrue(recorder.take().outcome().isDone());
+
+    ticker.advance(DEADLINE.plusMillis(1));
+    assertEquals(Reason.DEADLINE, error(recorder.take()).reason());
+
+    // The live client's peer was inserted again on the new endpoint; its bytes arrive.
+    Buffer after = pattern(2, 1024, 9);
+    assertTrue(service.submit(write(LIVE, liveAd, after)));
+    Completion<Buffer> done = recorder.take();
+    assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
+    assertEquals(
+        Checksums.crc32c(after.segment), Checksums.crc32c(liveMemory.asSlice(0, 1024)));
+    assertEquals(1, fabric.counters().resets());
+    assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
+  }
+
+  @Test
+  void opsOfHealthyClientsCaughtInTheResetArePostedAgainAndSucceed() throws Exception {
+    start(builder -> builder);
+    holdStuck();
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(100, 512, 1))));
+    waitUntil(() -> fabric.script().heldCompletions() == 1);
+    ticker.advance(Duration.ofSeconds(1));
+    // Hold the live client's op too, posted a second later, so the reset catches it in flight
+    // before its own deadline.
+    fabric.script().holdCompletions();
+    Buffer caught = pattern(7, 2048, 5);
+    assertTrue(service.submit(write(LIVE, liveAd, caught)));
+    waitUntil(() -> fabric.script().heldCompletions() == 2);
+    fabric.script().stopHolding();
+    holdStuck();
+
+    ticker.advance(Duration.ofMillis(1_101));
+    List<Completion<Buffer>> both = recorder.take(2);
+    Completion<Buffer> retried =
+        both.stream().filter(c -> c.context().id == 7).findFirst().orElseThrow();
+    assertTrue(retried.outcome().isDone(), () -> retried.outcome().error().toString());
+    assertEquals(
+        Checksums.crc32c(caught.segment), Checksums.crc32c(liveMemory.asSlice(0, 2048)));
+    assertEquals(1, fabric.counters().resets());
+  }
+
+  // ------------------------------------------------------------------- deadline, by flush
+
+  @Test
+  void whereRemovalFlushesTheDeadlineFailsOpsThroughTheFlushWithoutAReset() throws Exception {
+    start(builder -> builder);
+    fabric.script().flushOnRemove(true);
+    holdStuck();
+    for (int i = 0; i < 3; i++) {
+      assertTrue(service.submit(write(STUCK, stuckAd, pattern(i, 256, i))));
+    }
+    waitUntil(() -> fabric.script().heldCompletions() == 3);
+    ticker.advance(DEADLINE.plusMillis(1));
+    for (Completion<Buffer> completion : recorder.take(3)) {
+      assertEquals(Reason.DEADLINE, error(completion).reason());
+    }
+    assertEquals(0, fabric.counters().resets());
+    assertEquals(3, fabric.counters().flushedOps());
+    assertTrue(allZero(stuckMemory));
+  }
+
+  @Test
+  void aFlushThatNeverComesFallsBackToTheResetAfterItsGrace() throws Exception {
+    start(builder -> builder);
+    fabric.script().flushOnRemove(true);
+    holdStuck();
+    // A second client shares the stuck peer's entry, so releasing the first removes nothing and
+    // no flush comes.
+    service.addPeer(3, stuckAd.address());
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(1, 256, 1))));
+    waitUntil(() -> fabric.script().heldCompletions() == 1);
+    ticker.advance(DEADLINE.plusMillis(1));
+    assertNull(recorder.poll(300), "delivered before the provider let go of the operand");
+    ticker.advance(Duration.ofMillis(1_001));
+    assertEquals(Reason.DEADLINE, error(recorder.take()).reason());
+    assertEquals(1, fabric.counters().resets());
+    assertEquals(0, fabric.counters().flushedOps());
+  }
+
+  // ------------------------------------------------------------------------ dead peers
+
+  @Test
+  void aDeadPeersQueuedAndNewTransfersFailAtOnceUntilItIsAddedAgain() throws Exception {
+    start(builder -> builder.maxInFlight(2));
+    holdStuck();
+    for (int i = 0; i < 5; i++) {
+      assertTrue(service.submit(write(STUCK, stuckAd, pattern(i, 128, i))));
+    }
+    waitUntil(() -> fabric.script().heldCompletions() == 2);
+    ticker.advance(DEADLINE.plusMillis(1));
+    List<Completion<Buffer>> failed = recorder.take(5);
+    long deadlines = failed.stream().filter(c -> error(c).reason() == Reason.DEADLINE).count();
+    long unreachable =
+        failed.stream().filter(c -> error(c).reason() == Reason.PEER_UNREACHABLE).count();
+    assertEquals(2, deadlines);
+    assertEquals(3, unreachable);
+
+    // New transfers fail at intake, without waiting for any deadline (the clock stands still).
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(9, 128, 9))));
+    DmaException fast = error(recorder.take());
+    assertEquals(Reason.PEER_UNREACHABLE, fast.reason());
+    assertTrue(fast.getMessage().contains("client 1 is unreachable"), fast.getMessage());
+    long postsBefore = fabric.counters().posts();
+
+    fabric.script().stopHolding();
+    service.addPeer(STUCK, stuckAd.address());
+    Buffer back = pattern(10, 128, 4);
+    assertTrue(service.submit(write(STUCK, stuckAd, back)));
+    assertTrue(recorder.take().outcome().isDone());
+    assertEquals(postsBefore + 1, fabric.counters().posts());
+    assertEquals(Checksums.crc32c(back.segment), Checksums.crc32c(stuckMemory.asSlice(0, 128)));
+    assertEquals(0, service.outstanding());
+  }
+
+  @Test
+  void aPeerRefusingPostsPastTheProgressDeadlineIsMarkedDeadToo() throws Exception {
+    start(builder -> builder.progressDeadline(Duration.ofMillis(50)));
+    fabric.script().unreachable(stuck.localAddress());
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(1, 64, 1))));
+    waitUntil(() -> fabric.counters().againAnswers() > 0);
+    ticker.advance(Duration.ofMillis(51));
+    DmaException first = error(recorder.take());
+    assertEquals(Reason.DEADLINE, first.reason());
+    assertTrue(first.getMessage().startsWith("no progress posting for 50ms"), first.getMessage());
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(2, 64, 1))));
+    assertEquals(Reason.PEER_UNREACHABLE, error(recorder.take()).reason());
+  }
+
+  // ----------------------------------------------------------------- connection retries
+
+  @Test
+  void aTransferWhoseConnectionWasTornDownUnderItIsPostedAgain() throws Exception {
+    start(builder -> builder);
+    fabric.script().failNextOps(1, 107, 32, "Broken pipe");
+    Buffer buffer = pattern(1, 4096, 2);
+    assertTrue(service.submit(write(LIVE, liveAd, buffer)));
+    Completion<Buffer> done = recorder.take();
+    assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
+    assertEquals(2, fabric.counters().posts());
+    assertEquals(Checksums.crc32c(buffer.segment), Checksums.crc32c(liveMemory.asSlice(0, 4096)));
+  }
+
+  @Test
+  void retriesAreBoundedAndAFaultOfItsOwnIsNotRetried() throws Exception {
+    start(builder -> builder);
+    fabric.script().failNextOps(10, 107, 32, "Broken pipe");
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(1, 64, 2))));
+    DmaException gaveUp = error(recorder.take());
+    assertEquals(Reason.PEER_UNREACHABLE, gaveUp.reason());
+    assertEquals(107, gaveUp.fabricErrno());
+    assertEquals(3, fabric.counters().posts());
+
+    fabric.script().clearFaults().failNextOps(1, 13, -13, "remote key rejected");
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(2, 64, 2))));
+    DmaException denied = error(recorder.take());
+    assertEquals(Reason.ACCESS_DENIED, denied.reason());
+    assertEquals(4, fabric.counters().posts());
+  }
+
+  // ------------------------------------------------------------------------ bounded close
+
+  @Test
+  void closeReturnsWithinItsTimeoutAndFailsWhatIsStillPosted() throws Exception {
+    start(builder -> builder.completionDeadline(Duration.ZERO));
+    holdStuck();
+    for (int i = 0; i < 4; i++) {
+      assertTrue(service.submit(write(STUCK, stuckAd, pattern(i, 256, i))));
+    }
+    waitUntil(() -> fabric.script().heldCompletions() == 4);
+    long started = System.nanoTime();
+    service.close(Duration.ofMillis(300));
+    long tookMs = (System.nanoTime() - started) / 1_000_000;
+    assertTrue(tookMs >= 250 && tookMs < 3_000, "close took " + tookMs + " ms");
+    assertFalse(service.isRunning());
+    List<Completion<Buffer>> closed = recorder.take(4);
+    for (Completion<Buffer> completion : closed) {
+      assertEquals(Reason.CLOSED, error(completion).reason());
+    }
+    assertNull(recorder.poll(100), "a transfer completed twice");
+    assertEquals(0, service.outstanding());
+    assertEquals(0, fabric.script().releaseCompletions());
+    assertTrue(allZero(stuckMemory));
+    service = null;
+  }
+
+  @Test
+  void closeFromTheCompleterOnTheWorkerThreadIsRefusedWithTheRule() throws Exception {
+    AtomicReference<FabricService<Buffer>> self = new AtomicReference<>();
+    List<Throwable> thrown = new CopyOnWriteArrayList<>();
+    start(
+        builder -> builder,
+        batch -> {
+          try {
+            self.get().close();
+          } catch (IllegalStateException refused) {
+            thrown.add(refused);
+          }
+          recorder.complete(batch);
+        });
+    self.set(service);
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(1, 64, 1))));
+    recorder.take();
+    assertEquals(1, thrown.size());
+    assertTrue(thrown.getFirst().getMessage().contains("fabric worker thread"));
+    assertTrue(service.isRunning());
+  }
+
+  // ------------------------------------------------------------------------- backpressure
+
+  @Test
+  void submitsBeyondMaxPendingAreRefusedAsFullThenClosed() throws Exception {
+    start(builder -> builder.maxInFlight(2).maxPending(3).completionDeadline(Duration.ZERO));
+    holdStuck();
+    List<FabricService.Offer> offers = new ArrayList<>();
+    for (int i = 0; i < 7; i++) {
+      offers.add(service.offer(write(STUCK, stuckAd, pattern(i, 64, i))));
+    }
+    assertEquals(5, offers.stream().filter(o -> o == FabricService.Offer.ACCEPTED).count());
+    assertEquals(FabricService.Offer.FULL, offers.get(5));
+    assertEquals(FabricService.Offer.FULL, offers.get(6));
+    assertEquals(5, service.outstanding());
+    service.close(Duration.ofMillis(100));
+    assertEquals(5, recorder.take(5).size());
+    assertEquals(FabricService.Offer.CLOSED, service.offer(write(LIVE, liveAd, pattern(9, 64, 1))));
+    service = null;
+  }
+
+  // -------------------------------------------------------------------------- post path
+
+  @Test
+  void aRuntimeExceptionFromThePostPathStillCompletesThatTransferOnly() throws Exception {
+    start(builder -> builder);
+    fabric
+        .script()
+        .holdCompletions(
+            op -> {
+              if (op.lengthBytes() == 77) {
+                throw new IllegalStateException("provider bug");
+              }
+              return false;
+            });
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(1, 77, 1))));
+    DmaException error = error(recorder.take());
+    assertEquals(Reason.PROVIDER, error.reason());
+    assertTrue(error.getMessage().contains("provider bug"), error.getMessage());
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(2, 64, 1))));
+    assertTrue(recorder.take().outcome().isDone());
+    assertEquals(0, service.outstanding());
+  }
+
+  @Test
+  void anUncachedOperandIsRegisteredOnceAcrossAgainRetries() throws Exception {
+    fabric.script().requireLocalRegistration(true);
+    start(builder -> builder);
+    fabric.script().againTimes(50);
+    long before = fabric.counters().registrations();
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(1, 4096, 1))));
+    Completion<Buffer> done = recorder.take();
+    assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
+    assertEquals(1, fabric.counters().registrations() - before);
+  }
+
+  // -------------------------------------------------------------------------- backoff
+
+  @Test
+  void aWorkerWithOpsStuckInFlightSleepsAfterASecond() throws Exception {
+    start(builder -> builder.completionDeadline(Duration.ZERO));
+    holdStuck();
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(1, 64, 1))));
+    waitUntil(() -> fabric.script().heldCompletions() == 1);
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    long worker =
+        Thread.getAllStackTraces().keySet().stream()
+            .filter(t -> t.getName().startsWith("fabric-") && t.isAlive())
+            .filter(t -> Arrays.stream(t.getStackTrace()).anyMatch(
+                f -> f.getClassName().contains("FabricWorker")))
+            .findFirst()
+            .orElseThrow()
+            .threadId();
+    Thread.sleep(1_000);
+    long cpuBefore = threads.getThreadCpuTime(worker);
+    long wallBefore = System.nanoTime();
+    Thread.sleep(1_000);
+    long cpu = threads.getThreadCpuTime(worker) - cpuBefore;
+    long wall = System.nanoTime() - wallBefore;
+    assertTrue(cpu >= 0, "no CPU time for the worker");
+    assertTrue(cpu < wall / 20, "the stuck worker used " + (100.0 * cpu / wall) + " % of a core");
+    // And it still reacts: the held completion is delivered once released.
+    fabric.script().releaseCompletions();
+    assertNotNull(recorder.take());
+  }
+}
