@@ -26,6 +26,15 @@ import org.junit.jupiter.params.provider.ValueSource;
  * namespaces it creates is used. Every wait is bounded; the namespaces and children are removed in
  * {@code finally} and by a shutdown hook.
  *
+ * <p>The partition scenario: warm-up writes and reads with checksums (and a short benchmark, printed
+ * for tuning the bounds); 16 writes racing the partition (each must end once, either way); the
+ * partition; 16 writes posted onto the silent link, which must fail within completion_deadline plus
+ * a grace, at least one with DEADLINE; the worker's CPU time while they are stuck; 8 more writes
+ * after the deadline passed, which must fail at once; {@code outstanding()} back to 0; healing,
+ * {@code addPeer}, and writes and reads whose CRC-32C match the target's; close within its bound.
+ * The close scenario: the partition, 16 writes onto it, then {@code close()} at once, which must
+ * return within close_timeout plus a grace with exactly one completion per transfer.
+ *
  * <p>Checks are collected and reported together (each printed as PASS or FAIL with what was
  * observed), so one run shows everything that does not hold yet; a child that stops answering
  * fails the test at once.
@@ -336,6 +345,9 @@ class PartitionTest {
     }
 
     void report() {
+      if (lines.isEmpty()) {
+        return;
+      }
       System.out.println("[summary " + name + "] " + (lines.size() - failures.size()) + " of " + lines.size() + " checks passed");
       for (String line : lines) {
         System.out.println("[summary " + name + "]   " + line);
