@@ -40,14 +40,17 @@ import org.junit.jupiter.params.provider.ValueSource;
  * fails the test at once.
  */
 class PartitionTest {
-  /** The server's completion_deadline. */
-  static final long DEADLINE_MS = 2000;
+  /**
+   * The server's completion_deadline: longer than the stuck window below, so the window measures a
+   * worker waiting on stuck transfers and not the reset that ends the wait.
+   */
+  static final long DEADLINE_MS = 4000;
   /** The server's progress_deadline. */
   static final long PROGRESS_MS = 1000;
   /** The server's close_timeout. */
   static final long CLOSE_MS = 3000;
   /** Slack on top of the completion deadline for an in-flight transfer to fail. */
-  static final long GRACE_MS = 3000;
+  static final long GRACE_MS = 1500;
   /** Slack on top of close_timeout for close() to return. */
   static final long CLOSE_GRACE_MS = 1000;
   /** How soon a transfer submitted to a peer known dead must fail. */
@@ -276,14 +279,14 @@ class PartitionTest {
 
   /**
    * Lenient on wording: every message names the client id (1, after "client"), and at least one
-   * names the deadline (2s, 2000 ms, PT2S or completion_deadline).
+   * names the deadline (4s, 4000 ms, PT4S or completion_deadline).
    */
   private static boolean namesDeadlineAndClient(String messages) {
     if (messages == null || messages.isBlank()) {
       return false;
     }
     Pattern client = Pattern.compile("client(?: id)?\\W*1\\b");
-    Pattern deadline = Pattern.compile("\\b(2s|2 s|2000 ?ms|PT2S|completion_deadline)\\b");
+    Pattern deadline = Pattern.compile("\\b(4s|4 s|4000 ?ms|PT4S|completion_deadline)\\b");
     boolean namesDeadline = false;
     for (String message : messages.split(" \\| ")) {
       if (!client.matcher(message).find()) {
