@@ -267,6 +267,49 @@ class PeerTableTest {
   }
 
   @Test
+  void aStaleIncarnationWithOpsOutstandingLeavesTheVectorOnlyOnceTheyAreDone() {
+    endpoint.efa = true;
+    java.util.Set<Long> busy = new java.util.HashSet<>(List.of(2L));
+    table.deferRemovalWhile(busy::contains);
+    byte[] old = efa(7, 0x1234);
+    long stale = table.handle(1, old);
+    table.handle(2, old);
+    byte[] recycled = old.clone();
+    recycled[20] ^= 1;
+
+    long fresh = table.handle(1, recycled);
+
+    // Client 2 still has ops posted against the stale handle: removing it now would pull the
+    // peer from under them (EFA never completes them).
+    assertNotEquals(stale, fresh);
+    assertEquals(List.of(), endpoint.removed());
+    assertTrue(table.hasRetired());
+    table.removeRetired();
+    assertEquals(List.of(), endpoint.removed());
+    busy.clear();
+    table.removeRetired();
+    assertEquals(List.of(stale), endpoint.removed());
+    assertFalse(table.hasRetired());
+    assertEquals(1, table.entries());
+  }
+
+  @Test
+  void afterAResetLiveClientsAreInsertedAgainAndDeadOnesHoldNothing() {
+    long one = table.handle(1, new byte[] {1, 2, 3});
+    table.handle(2, new byte[] {1, 2, 3});
+    table.handle(3, new byte[] {9, 9});
+    endpoint.reset();
+    int inserted = table.reinsertAfterReset(clientId -> clientId != 3);
+    assertEquals(2, inserted);
+    // Nothing was removed: the reset closed the old vector with its entries.
+    assertEquals(List.of(), endpoint.removed());
+    assertEquals(2, table.holders(1));
+    assertEquals(0, table.holders(3));
+    assertEquals(1, table.entries());
+    assertNotEquals(one, table.handle(1, new byte[] {1, 2, 3}), "a handle of the old vector");
+  }
+
+  @Test
   void aClientMovingToANewAddressReleasesTheOld() {
     long old = table.handle(1, tcp(9000));
     long moved = table.handle(1, tcp(9001));

@@ -145,6 +145,12 @@ public final class RecordingEndpoint implements FabricEndpoint {
     return Arrays.copyOf(address, 18);
   }
 
+  /** Forgets every peer, as closing and reopening the address vector does. */
+  @Override
+  public void reset() {
+    livePeers.clear();
+  }
+
   @Override
   public long insertPeer(byte[] address) {
     long handle = nextPeer++;
