@@ -19,7 +19,8 @@ import java.util.Set;
  * <p>Loading happens once, on first use of this class or of {@link LibfabricEndpoint}, and never
  * throws: a missing library makes {@link #availability()} unavailable with the reason. The library
  * is {@code libfabric.so.1}, or the name or absolute path in the system property {@value
- * #LIBRARY_PROPERTY} (for example AWS's {@code /opt/amazon/efa/lib64/libfabric.so.1}). Loading
+ * #LIBRARY_PROPERTY} (for example AWS's {@code /opt/amazon/efa/lib64/libfabric.so.1}), or when that
+ * is unset in the environment variable {@value #LIBRARY_ENVIRONMENT}. Loading
  * keeps the JVM's signal handlers (see the package documentation). Thread-safe and stateless.
  */
 public final class Libfabric {
@@ -27,6 +28,22 @@ public final class Libfabric {
 
   /** The system property that names another libfabric library or path to load. */
   public static final String LIBRARY_PROPERTY = Native.LIBRARY_PROPERTY;
+
+  /**
+   * The environment variable that names another libfabric library or path to load when {@link
+   * #LIBRARY_PROPERTY} is unset; child processes inherit it.
+   */
+  public static final String LIBRARY_ENVIRONMENT = Native.LIBRARY_ENVIRONMENT;
+
+  /**
+   * The file libfabric was loaded from (symbolic links resolved), to tell which of several
+   * installed copies is in use.
+   *
+   * @return the path, or the requested name when libfabric is unavailable
+   */
+  public static String libraryFile() {
+    return Native.LIBRARY_FILE;
+  }
 
   /**
    * Whether libfabric loaded, and why not.

@@ -40,6 +40,7 @@ class ErrorPathsTest {
   }
 
   static Supplier<FabricEndpoint> opener(String name) {
+    LoopbackTest.assumeOffered(name);
     LibfabricProvider provider = new LibfabricProvider();
     DmaConfiguration configuration = LoopbackTest.configuration(name);
     return () -> provider.open(configuration);

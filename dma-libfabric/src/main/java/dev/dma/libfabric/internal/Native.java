@@ -3,12 +3,16 @@ package dev.dma.libfabric.internal;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 /**
  * The hand-written libfabric binding: library loading (with the signal-handler guard), one
@@ -141,6 +145,14 @@ public final class Native {
    */
   public static final String LIBRARY_PROPERTY = "dma.libfabric.library";
 
+  /**
+   * Environment variable naming the libfabric library to load when {@link #LIBRARY_PROPERTY} is
+   * not set. An environment variable, not only a property, because every process a JVM starts
+   * inherits it: child JVMs of tests and Maven builds of downstream fixtures load the same library
+   * as the build that started them (CI's libfabric 2.1 leg sets it once).
+   */
+  public static final String LIBRARY_ENVIRONMENT = "DMA_LIBFABRIC";
+
   /** Why libfabric is unusable, or null when it loaded. */
   private static final String UNAVAILABLE;
 
@@ -161,6 +173,12 @@ public final class Native {
 
   /** {@code fi_version()} of the loaded library, or 0 when it is unavailable. */
   public static final int LIBRARY_VERSION;
+
+  /**
+   * The file the dynamic loader mapped for libfabric (symbolic links resolved), or the requested
+   * name when it is unavailable or the mapping could not be read.
+   */
+  public static final String LIBRARY_FILE;
 
   /**
    * The API version every call asks for: {@code min(FI_VERSION(2,0), fi_version())}. Asking a
@@ -206,6 +224,7 @@ public final class Native {
     FI_FABRIC = fabric;
     FI_STRERROR = strerror;
     LIBRARY_VERSION = reason == null ? version : 0;
+    LIBRARY_FILE = reason == null ? mappedFile(requestedLibrary()) : requestedLibrary();
     API_VERSION = reason == null ? Math.min(Abi.FI_VERSION_2_0, version) : 0;
   }
 
@@ -233,14 +252,54 @@ public final class Native {
                   1);
       ignored = (int) I_L.invokeExact(UNSETENV, arena.allocateFrom("HFI_BACKTRACE").address());
     }
-    String name = System.getProperty(LIBRARY_PROPERTY, DEFAULT_LIBRARY);
+    String name = requestedLibrary();
     try (var _ = SignalGuard.save()) {
       return SymbolLookup.libraryLookup(name, Arena.global());
     } catch (IllegalArgumentException notFound) {
       throw new LibraryMissing(
           DEFAULT_LIBRARY.equals(name)
               ? "libfabric.so.1 was not found: install it (Debian: apt-get install libfabric1)"
-              : name + " was not found (it is named by -D" + LIBRARY_PROPERTY + ")");
+              : name + " was not found (it is named by " + requestSource() + ")");
+    }
+  }
+
+  /**
+   * The library to load: {@link #LIBRARY_PROPERTY}, else {@link #LIBRARY_ENVIRONMENT}, else {@link
+   * #DEFAULT_LIBRARY}. Empty values count as unset.
+   *
+   * @return a name for the dynamic loader or an absolute path
+   */
+  public static String requestedLibrary() {
+    String property = System.getProperty(LIBRARY_PROPERTY, "");
+    if (!property.isEmpty()) {
+      return property;
+    }
+    String environment = System.getenv(LIBRARY_ENVIRONMENT);
+    return environment == null || environment.isEmpty() ? DEFAULT_LIBRARY : environment;
+  }
+
+  /** Where {@link #requestedLibrary()} came from, as the user would write it. */
+  private static String requestSource() {
+    return System.getProperty(LIBRARY_PROPERTY, "").isEmpty()
+        ? "the environment variable " + LIBRARY_ENVIRONMENT
+        : "-D" + LIBRARY_PROPERTY;
+  }
+
+  /**
+   * The file behind the loaded library, from {@code /proc/self/maps}: a name like {@code
+   * libfabric.so.1} says nothing about which of several installed copies the loader picked, and
+   * the mapping does. The first mapping whose file name starts with {@code libfabric.so} wins
+   * (dma loads one libfabric per process).
+   */
+  private static String mappedFile(String requested) {
+    try (var lines = Files.lines(Path.of("/proc/self/maps"))) {
+      return lines
+          .map(line -> line.indexOf('/') < 0 ? "" : line.substring(line.indexOf('/')))
+          .filter(path -> path.substring(path.lastIndexOf('/') + 1).startsWith("libfabric.so"))
+          .findFirst()
+          .orElse(requested);
+    } catch (IOException | UncheckedIOException unreadable) {
+      return requested;
     }
   }
 

@@ -3,20 +3,23 @@ package dev.dma.provider.efa;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.dma.libfabric.LibfabricHeaders;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
  * Every constant this module decides on ({@link EfaAbi}) and every name the fi_info resources use
- * ({@link FiInfoResource#NAMES}) equals the installed libfabric headers: one C program, compiled
- * with gcc, prints them all. Fails when gcc or the headers are missing (.ci/run installs both).
+ * ({@link FiInfoResource#NAMES}) equals the headers of the libfabric under test ({@link
+ * LibfabricHeaders}): one C program, compiled with gcc, prints them all. Fails when gcc or the headers are missing (.ci/run installs both).
  */
 class EfaAbiTest {
   @Test
@@ -59,10 +62,12 @@ class EfaAbiTest {
     Path source = dir.resolve("abi.c");
     Path binary = dir.resolve("abi");
     Files.writeString(source, program);
-    Process gcc =
-        new ProcessBuilder("gcc", "-o", binary.toString(), source.toString())
-            .redirectErrorStream(true)
-            .start();
+    // The headers of the libfabric under test (DMA_LIBFABRIC / DMA_LIBFABRIC_INCLUDE), not
+    // always the system's: a 2.x leg must check 2.x's constants.
+    List<String> command = new ArrayList<>(List.of("gcc"));
+    command.addAll(LibfabricHeaders.includeFlags());
+    command.addAll(List.of("-o", binary.toString(), source.toString()));
+    Process gcc = new ProcessBuilder(command).redirectErrorStream(true).start();
     String compileOutput = new String(gcc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertTrue(gcc.waitFor(60, TimeUnit.SECONDS), "gcc timed out");
     assertEquals(
