@@ -103,6 +103,8 @@ public final class FakeEndpoint implements FabricEndpoint {
   private static final byte NOT_HELD = 0;
   private static final byte HELD = 1;
   private static final byte AWAITING_TARGET = 2;
+  // Never completes: FakeScript.loseCompletions.
+  private static final byte LOST = 3;
 
   private final FakeFabric fabric;
   private final Object lock;
@@ -719,6 +721,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       long index = fabric.nextOpIndex();
       // Rules run before the slot changes, so a matcher that throws leaves no half-posted op.
       boolean hold = false;
+      boolean lose = false;
       FakeScript.Rule fault = null;
       if (script.hasOpRules()) {
         FakeOp op =
@@ -734,6 +737,7 @@ public final class FakeEndpoint implements FabricEndpoint {
                 remoteAddress,
                 remoteKey);
         hold = script.matchHold(op);
+        lose = script.matchLose(op);
         fault = script.matchFault(op);
       }
       slotState[slot] = SLOT_POSTED;
@@ -761,7 +765,9 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (script.scribbleContexts) {
         scribble(slot);
       }
-      if (hold) {
+      if (lose) {
+        slotHold[slot] = LOST;
+      } else if (hold) {
         slotHold[slot] = HELD;
         held[heldCount++] = slot;
       } else if (!slotDone[slot] && script.targetProgressRequired) {

@@ -49,6 +49,7 @@ public final class FakeScript {
   int maxTxReported;
   int maxTxEnforced;
   final List<Rule> holdRules = new ArrayList<>();
+  final List<Rule> loseRules = new ArrayList<>();
   final List<Rule> failRules = new ArrayList<>();
   CompletionOrder order = CompletionOrder.IN_ORDER;
   final ArrayDeque<CqFailure> cqFailures = new ArrayDeque<>();
@@ -89,6 +90,7 @@ public final class FakeScript {
       maxTxReported = 0;
       maxTxEnforced = 0;
       holdRules.clear();
+      loseRules.clear();
       failRules.clear();
       order = CompletionOrder.IN_ORDER;
       cqFailures.clear();
@@ -294,6 +296,23 @@ public final class FakeScript {
     Objects.requireNonNull(matcher, "matcher");
     synchronized (lock) {
       holdRules.add(new Rule(matcher, Long.MAX_VALUE, 0, 0, null));
+      return this;
+    }
+  }
+
+  /**
+   * Loses the completions of accepted operations that {@code matcher} matches, as shm and
+   * udp;ofi_rxd do for a write with a wrong key: the op is posted and counts against {@code maxTx},
+   * but it never moves its bytes and never completes, and no release reaches it. Only a flush on
+   * removal ({@link #flushOnRemove}), a {@code reset} or closing the endpoint ends it.
+   *
+   * @param matcher which ops to lose
+   * @return this script
+   */
+  public FakeScript loseCompletions(OpMatcher matcher) {
+    Objects.requireNonNull(matcher, "matcher");
+    synchronized (lock) {
+      loseRules.add(new Rule(matcher, Long.MAX_VALUE, 0, 0, null));
       return this;
     }
   }
@@ -750,7 +769,11 @@ public final class FakeScript {
   }
 
   boolean hasOpRules() {
-    return !holdRules.isEmpty() || !failRules.isEmpty();
+    return !holdRules.isEmpty() || !failRules.isEmpty() || !loseRules.isEmpty();
+  }
+
+  boolean matchLose(FakeOp op) {
+    return match(loseRules, op) != null;
   }
 
   boolean matchHold(FakeOp op) {

@@ -29,7 +29,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Every submitted transfer gets exactly one completion, whatever fails: four submitting threads, a
  * million transfers, and a script injecting completion errors, {@code -FI_EAGAIN} storms, held and
- * reordered completions and failed completion-queue reads, all from fixed seeds.
+ * reordered completions, failed completion-queue reads, and writes to a silent target whose
+ * completions never come (each one ends by the completion deadline and an endpoint reset, which
+ * catches other clients' transfers in flight and posts them again), all from fixed seeds.
  */
 class ExactlyOnceStressTest {
   private static final int THREADS = 4;
@@ -44,6 +46,10 @@ class ExactlyOnceStressTest {
     AtomicInteger duplicates = new AtomicInteger();
     AtomicInteger failures = new AtomicInteger();
     AtomicInteger badChecksums = new AtomicInteger();
+    // Failures of the silent writes (by the deadline, or as unreachable when an earlier one's
+    // deadline marked their client dead again), and anything else of another kind than injected.
+    AtomicInteger silentFailures = new AtomicInteger();
+    List<String> unexpected = new java.util.concurrent.CopyOnWriteArrayList<>();
     AtomicLong completed = new AtomicLong();
     Semaphore[] windows = new Semaphore[THREADS];
     for (int t = 0; t < THREADS; t++) {
@@ -54,6 +60,10 @@ class ExactlyOnceStressTest {
       FakeEndpoint target = fabric.openEndpoint();
       MemorySegment remote = arena.allocate((long) SLICE * SLICES);
       Advertisement ad = target.expose(remote, true, true).advertisement();
+      FakeEndpoint silent = fabric.openEndpoint();
+      MemorySegment silentMemory = arena.allocate(SLICE);
+      Advertisement silentAd = silent.expose(silentMemory, true, true).advertisement();
+      byte[] silentAddress = silent.localAddress();
       MemorySegment sources = arena.allocate((long) SLICE * SLICES);
       for (long i = 0; i < sources.byteSize(); i++) {
         sources.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
@@ -69,10 +79,15 @@ class ExactlyOnceStressTest {
           .failOp(op -> op.index() % 101 == 7, 5, -5, "injected fault")
           .againWhile(() -> againCalls.incrementAndGet() % 37 == 0)
           .holdCompletions(op -> op.index() % 53 == 0)
-          .completionOrder(FakeScript.CompletionOrder.NEWEST_FIRST);
+          .completionOrder(FakeScript.CompletionOrder.NEWEST_FIRST)
+          .loseCompletions(op -> java.util.Arrays.equals(op.peer(), silentAddress));
 
       DmaConfiguration configuration =
-          DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
+          DmaConfiguration.builder()
+              .providers("fake")
+              .interfaces(List.of(fabric.name()))
+              .completionDeadline(java.time.Duration.ofSeconds(1))
+              .build();
       try (FabricService<Buffer> service =
           FabricService.<Buffer>builder(configuration)
               .completer(
@@ -91,6 +106,18 @@ class ExactlyOnceStressTest {
                         }
                       } else {
                         failures.incrementAndGet();
+                        var error = completion.outcome().error();
+                        if (isSilent(id)) {
+                          if (error.reason() == dev.dma.api.DmaException.Reason.DEADLINE
+                              || error.reason()
+                                  == dev.dma.api.DmaException.Reason.PEER_UNREACHABLE) {
+                            silentFailures.incrementAndGet();
+                          } else {
+                            unexpected.add(id + ": " + error);
+                          }
+                        } else if (error.fabricErrno() != 5) {
+                          unexpected.add(id + ": " + error);
+                        }
                       }
                       windows[id / PER_THREAD].release();
                       completed.incrementAndGet();
@@ -126,6 +153,22 @@ class ExactlyOnceStressTest {
                           int id = thread * PER_THREAD + i;
                           int slice = id % SLICES;
                           windows[thread].acquireUninterruptibly();
+                          if (isSilent(id)) {
+                            // A write to the silent target, from a client revived first (an
+                            // earlier one's deadline marked it dead): its completion never
+                            // comes, so the completion deadline and a reset end it.
+                            long silentClient = 100 + thread;
+                            service.addPeer(silentClient, silentAd.address());
+                            assertTrue(
+                                service.submit(
+                                    TransferRequest.to(
+                                        silentClient,
+                                        silentAd,
+                                        Direction.TO_PEER,
+                                        false,
+                                        new Buffer(id, sources.asSlice(0, SLICE)))));
+                            continue;
+                          }
                           MemorySegment local = sources.asSlice((long) slice * SLICE, SLICE);
                           Advertisement at =
                               new Advertisement(
@@ -165,8 +208,28 @@ class ExactlyOnceStressTest {
       assertEquals(0, badChecksums.get(), "wrong checksums");
       assertTrue(failures.get() > 0, "the script injected no failure");
       assertTrue(fabric.counters().againAnswers() > 0, "the script injected no EAGAIN");
+      // 4 threads x 10 silent writes, each failed; nothing else failed but what was injected.
+      assertEquals(40, silentFailures.get(), "silent writes that failed");
+      assertEquals(List.of(), unexpected);
+      assertTrue(fabric.counters().resets() > 0, "no endpoint reset");
+      assertTrue(allZero(silentMemory), "a lost write landed");
       assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
       target.close();
+      silent.close();
     }
+  }
+
+  /** Whether transfer {@code id} is one of the writes to the silent target. */
+  private static boolean isSilent(int id) {
+    return (id % PER_THREAD) % 25_000 == 12_345;
+  }
+
+  private static boolean allZero(MemorySegment memory) {
+    for (long i = 0; i < memory.byteSize(); i++) {
+      if (memory.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i) != 0) {
+        return false;
+      }
+    }
+    return true;
   }
 }
