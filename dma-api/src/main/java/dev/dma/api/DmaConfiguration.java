@@ -188,8 +188,9 @@ public record DmaConfiguration(
   }
 
   /**
-   * The defaults: provider {@code tcp}, no interfaces, no bind, 64 in flight, 2 checksum threads,
-   * a 1 s progress deadline, pinned bytes bounded only by {@code RLIMIT_MEMLOCK}.
+   * The defaults: no provider named, no interfaces, no bind, 64 in flight, 2 checksum threads, a 1
+   * s progress deadline, pinned bytes bounded only by {@code RLIMIT_MEMLOCK}, a 30 s completion
+   * deadline, 65,536 pending transfers, a 10 s close timeout.
    *
    * @return the default configuration
    */

@@ -38,11 +38,20 @@ import java.util.function.Consumer;
  * are handled in order, so {@link #removePeer(long)} comes after that thread's earlier submits.
  *
  * <p>Threads: every method is thread-safe. {@link #start}, {@link #register}, {@link #addPeer} and
- * {@link #close} block until the worker answers; none of them hangs if the worker dies.
+ * {@link #close} block until the worker answers; none of them hangs if the worker dies, and each
+ * refuses with an {@link IllegalStateException} to run on the worker thread itself (from a {@link
+ * BatchCompleter}), where it would wait for its own thread.
+ *
+ * <p>Lifetimes are bounded: a posted transfer fails after {@code completion_deadline} without a
+ * completion, and is delivered only once the endpoint was reset (or its flush came), so the
+ * provider can no longer touch its operand; its client's later transfers then fail at once until
+ * {@link #addPeer} (see {@link DmaException.Reason}). Admission is bounded by {@code max_pending}
+ * ({@link #offer}).
  *
  * <p>Ownership: the service owns its endpoint and, when it created it, its checksum pool; {@link
- * #close()} drains in-flight transfers, fails never-posted ones with "fabric worker is gone", and
- * leaves no thread running.
+ * #close()} waits for in-flight transfers at most {@code close_timeout}, then closes the endpoint
+ * and fails what is left; never-posted ones fail with "fabric worker is gone"; no thread is left
+ * running.
  *
  * @param <T> the caller context type
  */
@@ -305,9 +314,13 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * Stops accepting transfers, lets every posted transfer complete, fails the never-posted ones
-   * with "fabric worker is gone", closes the endpoint and joins the worker (and the checksum pool
-   * the service created). Idempotent.
+   * Stops accepting transfers, lets posted transfers complete for at most {@code close_timeout}
+   * (then fails the rest with {@link DmaException.Reason#CLOSED} once the endpoint is closed), fails
+   * the never-posted ones with "fabric worker is gone", closes the endpoint and joins the worker
+   * (and the checksum pool the service created). Always returns. Idempotent.
+   *
+   * @throws IllegalStateException when called on the worker thread or on a thread of the
+   *     service's own checksum pool (from the {@link BatchCompleter})
    */
   @Override
   public void close() {

@@ -1160,13 +1160,25 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * port, so the local address changes.
    *
    * <p>Why not {@code fi_av_remove} instead ({@link #removalFlushes()} is false on every provider
-   * here): the libfabric spec leaves removal with operations outstanding undefined, and what was
-   * measured (LIBFABRIC-FFM.md sections 8-10, 1.17): sockets and shm keep using the old
-   * connection after the removal, so nothing is flushed and the operations stay live; tcp;ofi_rxm
-   * crashes on any later post to the removed address; net (tcp on 1.18+) has the same util AV as
-   * rxm; udp;ofi_rxd and shm lose operations that never complete at all; EFA's {@code efa}
-   * releases the peer's entries so its operations never complete. Closing the endpoint is the one
-   * state in which no provider can still touch an operand.
+   * here), per provider:
+   *
+   * <ul>
+   *   <li>measured (dma-libfabric {@code ResetTest}, libfabric 1.17 and 2.1): with 8
+   *       delivery-complete writes posted to a target that does not progress, {@code fi_av_remove}
+   *       flushed none of them within 300 ms on tcp;ofi_rxm, net (1.17), tcp (2.1: the same
+   *       protocol), shm and udp;ofi_rxd; sockets completes them by itself before, having its own
+   *       progress thread. After a reset none of them completed and no discarded read wrote its
+   *       landing buffer, on all five;
+   *   <li>LIBFABRIC-FFM.md sections 8-10: sockets and shm keep using the old connection after a
+   *       removal; tcp;ofi_rxm crashes on a later post to the removed address; shm and
+   *       udp;ofi_rxd lose a bad write's completion altogether;
+   *   <li>EFA.md: on {@code efa} the removal releases the peer's entries, so its operations never
+   *       complete; on efa-direct it destroys the address handle under posted work requests;
+   *   <li>the libfabric man page ({@code fi_av}) leaves removal with operations outstanding
+   *       undefined.
+   * </ul>
+   *
+   * Closing the endpoint is the one state in which no provider can still touch an operand.
    *
    * @throws DmaException when reopening fails; the endpoint is then closed
    */
