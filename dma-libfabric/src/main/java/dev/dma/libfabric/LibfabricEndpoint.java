@@ -254,7 +254,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   /** SEED-SPEC 5.1: the {@code fi_getinfo} query; the caller frees the returned list. */
-  private static long query(EndpointPolicy policy, String sourceNode) {
+  static long query(EndpointPolicy policy, String sourceNode) {
     long hints = Native.dupinfo(0);
     if (hints == 0) {
       throw DmaException.fabric("fi_allocinfo failed");
@@ -297,7 +297,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     return domainAttr == 0 ? null : Native.string(Native.word(domainAttr + Abi.DOMAIN_ATTR_NAME));
   }
 
-  private static String providerName(long entry) {
+  static String providerName(long entry) {
     long fabricAttr = Native.word(entry + Abi.INFO_FABRIC_ATTR);
     return fabricAttr == 0
         ? null
@@ -676,7 +676,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
     int end = address.length - 1;
     if (address[end] != 0) {
-      throw DmaException.fabric("peer address string is not NUL-terminated");
+      throw DmaException.fabric("peer address is not a NUL-terminated string");
     }
     for (int i = 0; i < end; i++) {
       if (address[i] < 0x20 || address[i] > 0x7e) {

@@ -143,6 +143,35 @@ class ShmCloseOrderTest {
   }
 
   @Test
+  void peerAddressStringsAreCheckedByFormNotByTheLocalLength() {
+    try (LibfabricEndpoint endpoint = LibfabricEndpoint.open(EndpointPolicy.of("shm"), SHM)) {
+      int own = endpoint.localAddress().length;
+      // Peers whose pids have one digit fewer or more than this one's, and a 7-digit pid with a
+      // 3-digit index: all valid shm names, none of this endpoint's length.
+      String pid = String.valueOf(ProcessHandle.current().pid());
+      String shorter = "fi_shm://" + pid.substring(1) + ":0:0";
+      String longer = "fi_shm://" + pid + "1:0:0";
+      for (String name : List.of(shorter, longer, "fi_shm://4194303:1000:123")) {
+        endpoint.peerIdentity((name + "\0").getBytes(StandardCharsets.US_ASCII));
+      }
+      // Its own name has as many pid digits and an index of at least one: always longer.
+      assertTrue(shorter.length() + 1 < own, shorter + " against " + own + " bytes");
+      byte[] noNul = "fi_shm://4242:0:0".getBytes(StandardCharsets.US_ASCII);
+      assertTrue(
+          assertThrows(DmaException.class, () -> endpoint.peerIdentity(noNul))
+              .getMessage()
+              .contains("NUL"));
+      byte[] tooLong = ("fi_shm://" + "9".repeat(60) + "\0").getBytes(StandardCharsets.US_ASCII);
+      assertTrue(
+          assertThrows(DmaException.class, () -> endpoint.peerIdentity(tooLong))
+              .getMessage()
+              .contains("2 to 64 bytes"));
+      byte[] control = "fi_shm://\n1:0:0\0".getBytes(StandardCharsets.US_ASCII);
+      assertThrows(DmaException.class, () -> endpoint.peerIdentity(control));
+    }
+  }
+
+  @Test
   void twoProcessesBindingTheSameAddressGetDistinctNames() throws Exception {
     // Each child opens its first shm endpoint with bind 127.0.0.1 and holds it until stdin ends.
     Process first = child("hold", "127.0.0.1").start();
