@@ -597,10 +597,22 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     return requiresLocalMr;
   }
 
-  /** {@inheritDoc} */
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Where a post's code has a known cause, it is named after libfabric's text: sockets answers
+   * {@code -FI_ENOENT} for a live peer handle when it cannot connect to the peer ({@code
+   * sock_ep_get_conn}; this endpoint refuses unknown handles before libfabric sees them).
+   */
   @Override
   public String errorText(int code) {
-    return Native.strerror(code);
+    String text = Native.strerror(code);
+    if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(providerName)) {
+      return text
+          + ": sockets could not connect to the peer (nothing accepts at its address: the peer"
+          + " never started, exited, or closed its endpoint)";
+    }
+    return text;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -1119,16 +1131,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     errorSlot = slotOf(context);
     errorErrno = err;
     errorProviderErrno = providerErrno;
-    errorMessage =
-        "completion error: "
-            + Native.strerror(err)
-            + " (err="
-            + err
-            + "); provider: "
-            + providerText
-            + " (prov_errno="
-            + providerErrno
-            + ")";
+    errorMessage = completionMessage(providerName, err, providerErrno, providerText);
     if (errorSlot < 0) {
       orphanCompletions++;
       LOG.log(
@@ -1136,6 +1139,62 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           "dropped a completion error naming no operation: " + errorMessage);
     }
     return true;
+  }
+
+  /**
+   * The text of a completion error: {@code completion error: <fi_strerror(err)> (err=N); provider:
+   * <fi_cq_strerror> (prov_errno=M)}, except where the provider half would mislead:
+   *
+   * <ul>
+   *   <li>{@code prov_errno} 0, or an empty provider text: the provider half is left out.
+   *   <li>{@code FI_ECANCELED} on net, tcp and their rxm variants: xnet cancels every queued
+   *       operation when the connection closes and stores whatever {@code errno} happened to hold
+   *       ({@code ofi_sockerr()} in {@code xnet_report_error}), so its text ("No such file or
+   *       directory", "Operation now in progress") is stale. The cause is named instead: the
+   *       connection closed, which the target does on an invalid key, range or access.
+   *   <li>A provider text equal to {@code fi_strerror(err)} (sockets: "Permission denied" twice):
+   *       for {@code FI_EACCES} the cause is named (the target refused the key, range or access),
+   *       otherwise the repetition is dropped.
+   * </ul>
+   *
+   * @param provider the provider name, for example {@code net}
+   * @param err the positive {@code err}
+   * @param providerErrno {@code prov_errno}
+   * @param providerText {@code fi_cq_strerror(prov_errno)}, or empty
+   * @return the message
+   */
+  static String completionMessage(
+      String provider, int err, int providerErrno, String providerText) {
+    String head = "completion error: " + Native.strerror(err) + " (err=" + err + ")";
+    if (err == Abi.FI_ECANCELED && cancelsOnConnectionLoss(provider)) {
+      return head
+          + "; provider: the connection to the peer closed with this operation outstanding, which"
+          + " the target does when it refuses a remote key, address range or access, and which a"
+          + " peer that closed or died causes too (prov_errno="
+          + providerErrno
+          + ", a stale errno, not the cause)";
+    }
+    if (providerErrno == 0 || providerText == null || providerText.isBlank()) {
+      return head;
+    }
+    if (providerText.equals(Native.strerror(err))) {
+      return err == Abi.FI_EACCES
+          ? head
+              + "; provider: the target refused the remote key, address range or access"
+              + " (prov_errno="
+              + providerErrno
+              + ")"
+          : head + " (prov_errno=" + providerErrno + ")";
+    }
+    return head + "; provider: " + providerText + " (prov_errno=" + providerErrno + ")";
+  }
+
+  /** xnet (net on 1.x, tcp from 1.18) and rxm over it or over tcpx. */
+  private static boolean cancelsOnConnectionLoss(String provider) {
+    return provider.equals("net")
+        || provider.equals("tcp")
+        || provider.startsWith("tcp;")
+        || provider.startsWith("net;");
   }
 
   /**

@@ -472,6 +472,14 @@ public final class Abi {
   @C("FI_ENOENT")
   public static final int FI_ENOENT = 2;
 
+  /** {@code FI_EACCES}. */
+  @C("FI_EACCES")
+  public static final int FI_EACCES = 13;
+
+  /** {@code FI_ECANCELED}. */
+  @C("FI_ECANCELED")
+  public static final int FI_ECANCELED = 125;
+
   /** {@code FI_ENOTCONN}. */
   @C("FI_ENOTCONN")
   public static final int FI_ENOTCONN = 107;
