@@ -37,7 +37,7 @@ class ErrorPathsTest {
 
   /** Providers whose error behaviour is sane; shm hangs or crashes on these (LIBFABRIC-FFM 8-9). */
   static Stream<String> socketProviders() {
-    return Stream.of("libfabric:tcp;ofi_rxm", "libfabric:sockets", "libfabric:net");
+    return Stream.of("libfabric:tcp;ofi_rxm", "libfabric:sockets", LoopbackTest.xnet());
   }
 
   static Supplier<FabricEndpoint> opener(String name) {
