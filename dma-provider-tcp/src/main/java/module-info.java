@@ -1,6 +1,7 @@
 /**
- * Provider {@code tcp}: libfabric RMA over TCP ({@code tcp;ofi_rxm} or {@code net} on libfabric
- * 1.x, {@code tcp} on 2.x), through the generic endpoint of {@code dev.dma.libfabric}.
+ * Provider {@code tcp}: libfabric RMA over TCP ({@code tcp} where it serves RDM itself, from
+ * libfabric 1.18 on; {@code net} before), through the generic endpoint of {@code
+ * dev.dma.libfabric}.
  */
 module dev.dma.provider.tcp {
   requires dev.dma.libfabric;

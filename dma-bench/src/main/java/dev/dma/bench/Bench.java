@@ -9,6 +9,7 @@ import io.opentelemetry.api.OpenTelemetry;
 import dev.dma.core.MemoryRegion;
 import dev.dma.spi.FabricProvider;
 import java.io.BufferedReader;
+import dev.dma.libfabric.Libfabric;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -323,6 +324,13 @@ final class Bench {
       List<String> command = new ArrayList<>();
       command.add(java);
       command.add("--enable-native-access=ALL-UNNAMED");
+      // The child must load the same libfabric: a 1.17 shm target mapping a 2.1 server's region
+      // (or the reverse) dies with SIGSEGV in fi_av_insert, and other providers need not talk
+      // across versions either.
+      String library = System.getProperty(Libfabric.LIBRARY_PROPERTY);
+      if (library != null) {
+        command.add("-D" + Libfabric.LIBRARY_PROPERTY + "=" + library);
+      }
       command.add("-cp");
       command.add(System.getProperty("java.class.path"));
       command.add(Main.class.getName());

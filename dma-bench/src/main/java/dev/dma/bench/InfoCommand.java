@@ -4,6 +4,7 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.core.FabricProviders;
 import dev.dma.libfabric.Libfabric;
+import dev.dma.provider.tcp.TcpProvider;
 import dev.dma.spi.Availability;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
@@ -57,6 +58,7 @@ public final class InfoCommand implements Callable<Integer> {
         System.getProperty("os.arch"),
         Runtime.getRuntime().availableProcessors());
     out.println("libfabric: " + libfabric());
+    out.println("tcp provider: " + tcpChoice());
     out.println("providers on the class path (highest priority first):");
     List<FabricProvider> installed = FabricProviders.installed();
     int width = 4;
@@ -114,6 +116,27 @@ public final class InfoCommand implements Callable<Integer> {
     }
   }
 
+  /**
+   * Which libfabric provider dma's {@code tcp} opens here and why: chosen by whether {@code tcp}
+   * serves RDM with RMA in this library, not by its version.
+   */
+  static String tcpChoice() {
+    try {
+      if (!Libfabric.availability().available()) {
+        return "none (libfabric unavailable)";
+      }
+      boolean tcpServes = Libfabric.serves(dev.dma.libfabric.EndpointPolicy.of("tcp"));
+      return TcpProvider.libfabricProvider()
+          + " (libfabric's tcp "
+          + (tcpServes ? "serves" : "does not serve")
+          + " FI_EP_RDM with FI_RMA here"
+          + (tcpServes ? "" : "; on 1.17 and older only tcp;ofi_rxm answers for it")
+          + ")";
+    } catch (RuntimeException | LinkageError e) {
+      return "unknown: " + e;
+    }
+  }
+
   /** libfabric's version and its providers, or why it cannot be loaded. */
   static String libfabric() {
     try {
@@ -127,11 +150,21 @@ public final class InfoCommand implements Callable<Integer> {
       } catch (RuntimeException e) {
         names = "(fi_getinfo failed: " + e.getMessage() + ")";
       }
+      String builtIn;
+      try {
+        builtIn = String.join(", ", Libfabric.builtInProviders());
+      } catch (RuntimeException e) {
+        builtIn = "(fi_getinfo(FI_PROV_ATTR_ONLY) failed: " + e.getMessage() + ")";
+      }
       return Libfabric.versionText(Libfabric.version())
           + " (API "
           + Libfabric.versionText(Libfabric.apiVersion())
-          + "); providers: "
-          + names;
+          + ") from "
+          + Libfabric.libraryPath()
+          + "; providers answering: "
+          + names
+          + "; built in: "
+          + builtIn;
     } catch (LinkageError e) {
       return "unavailable: " + e;
     }

@@ -143,6 +143,13 @@ class CliTest {
     Run r = run("info", "--provider", "fake");
     assertEquals(0, r.code(), r.out() + r.err());
     assertTrue(r.out().contains("libfabric: "), r.out());
+    if (dev.dma.libfabric.Libfabric.availability().available()) {
+      // The tcp choice follows what fi_getinfo offers: tcp serves RDM from 1.18 on, net before.
+      String expected =
+          dev.dma.libfabric.Libfabric.version() >= (1 << 16 | 18) ? "tcp (" : "net (";
+      assertTrue(r.out().contains("\ntcp provider: " + expected), r.out());
+      assertTrue(r.out().contains(" from /"), "the library's path: " + r.out());
+    }
     assertTrue(r.out().contains("providers on the class path"), r.out());
     assertTrue(r.out().matches("(?s).*\\n  fake\\s+priority\\s+-?\\d+\\s+available.*"), r.out());
     assertTrue(r.out().contains("endpoint of fake"), r.out());

@@ -93,6 +93,81 @@ public final class Libfabric {
   }
 
   /**
+   * The file libfabric was loaded from.
+   *
+   * @return the path (or the requested name when the loader cannot say), null when unavailable
+   */
+  public static String libraryPath() {
+    return Native.libraryPath();
+  }
+
+  /**
+   * The providers this library holds, whether or not any device answers for them: {@code
+   * fi_getinfo} with {@code FI_PROV_ATTR_ONLY}, as {@code fi_info -l} lists them. Unlike {@link
+   * #providerNames()}, a provider built in but with no device here (efa on a host without an EFA
+   * NIC) is listed; a provider this build lacks is not.
+   *
+   * @return the names in libfabric's order, without duplicates
+   * @throws DmaException of kind FABRIC when libfabric is unavailable or the query fails
+   */
+  public static List<String> builtInProviders() {
+    Native.require();
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment out = arena.allocate(JAVA_LONG);
+      int rc = Native.getinfo(0, Abi.FI_PROV_ATTR_ONLY, 0, out.address());
+      if (rc != 0) {
+        throw DmaException.fabric(Native.failure("fi_getinfo(FI_PROV_ATTR_ONLY)", rc));
+      }
+      long list = out.get(JAVA_LONG, 0);
+      try {
+        Set<String> names = new LinkedHashSet<>();
+        for (long entry = list; entry != 0; entry = Native.word(entry + Abi.INFO_NEXT)) {
+          String name = LibfabricEndpoint.providerName(entry);
+          if (name != null) {
+            names.add(name);
+          }
+        }
+        return new ArrayList<>(names);
+      } finally {
+        Native.freeinfo(list);
+      }
+    }
+  }
+
+  /**
+   * Whether {@code fi_getinfo}, asked exactly as {@link LibfabricEndpoint} asks ({@code
+   * FI_EP_RDM}, {@code FI_RMA} with remote read and write, the policy's mode and {@code mr_mode}
+   * hints, no source node), returns an entry of provider {@code policy.providerName()} itself:
+   * layered answers do not count. On libfabric 1.17 the hint {@code tcp} is answered only by {@code
+   * tcp;ofi_rxm} (tcp alone is {@code FI_EP_MSG}), so this is false there and true from 1.18 on,
+   * where tcp serves RDM.
+   *
+   * @param policy the provider and hints
+   * @return whether that provider serves RDM with RMA here
+   */
+  public static boolean serves(EndpointPolicy policy) {
+    if (!availability().available()) {
+      return false;
+    }
+    long list;
+    try {
+      list = LibfabricEndpoint.query(policy, null);
+    } catch (DmaException noMatch) {
+      return false;
+    }
+    try {
+      for (long entry = list; entry != 0; entry = Native.word(entry + Abi.INFO_NEXT)) {
+        if (policy.providerName().equals(LibfabricEndpoint.providerName(entry))) {
+          return true;
+        }
+      }
+      return false;
+    } finally {
+      Native.freeinfo(list);
+    }
+  }
+
+  /**
    * The provider names {@code fi_getinfo} lists with no hints, in its order, without duplicates
    * (for example {@code tcp;ofi_rxm}, {@code shm}, {@code net}).
    *

@@ -58,6 +58,9 @@ import java.util.Set;
 public final class LibfabricEndpoint implements FabricEndpoint {
   private static final System.Logger LOG = System.getLogger(LibfabricEndpoint.class.getName());
 
+  /** The shm provider's name. */
+  private static final String SHM = "shm";
+
   /** Completions read per {@code fi_cq_read}. */
   private static final int BATCH = 16;
 
@@ -159,6 +162,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   // Peers: live[fi_addr] is true between insertPeer and removePeer.
   private boolean[] livePeers = new boolean[64];
 
+  // For shm: localPeers[fi_addr] is the record of a peer endpoint this process opened, else null.
+  private ShmNames.Local[] localPeers = new ShmNames.Local[64];
+
+  // For shm: this endpoint's own record, marked closed just before fi_close(ep).
+  private ShmNames.Local shmSelf;
+
   // Registrations: guarded by registrations' monitor, because deregister runs on any thread.
   private final Set<Long> registrations = new HashSet<>();
   private boolean registrationsClosed;
@@ -245,7 +254,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   /** SEED-SPEC 5.1: the {@code fi_getinfo} query; the caller frees the returned list. */
-  private static long query(EndpointPolicy policy, String sourceNode) {
+  static long query(EndpointPolicy policy, String sourceNode) {
     long hints = Native.dupinfo(0);
     if (hints == 0) {
       throw DmaException.fabric("fi_allocinfo failed");
@@ -288,7 +297,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     return domainAttr == 0 ? null : Native.string(Native.word(domainAttr + Abi.DOMAIN_ATTR_NAME));
   }
 
-  private static String providerName(long entry) {
+  static String providerName(long entry) {
     long fabricAttr = Native.word(entry + Abi.INFO_FABRIC_ATTR);
     return fabricAttr == 0
         ? null
@@ -297,6 +306,15 @@ public final class LibfabricEndpoint implements FabricEndpoint {
 
   private void openAll(DmaConfiguration configuration) {
     String node = configuration.bind().or(policy::defaultSourceNode).orElse(null);
+    if (SHM.equals(policy.providerName()) && node != null) {
+      // shm names the endpoint after a source node instead of the pid (fi_shm://127.0.0.1:0:0),
+      // so two processes binding the same address collide with EBUSY. Its names are local to
+      // this host's /dev/shm anyway: leave the node out and get fi_shm://<pid>:<uid>:<index>.
+      LOG.log(
+          System.Logger.Level.DEBUG,
+          "shm ignores the source node \"" + node + "\": its names carry the pid instead");
+      node = null;
+    }
     long list = query(policy, node);
     try {
       long chosen = choose(list, configuration.interfaces());
@@ -406,6 +424,13 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     fnWritemsg = Native.function(rma, Abi.OPS_RMA_WRITEMSG, "fi_writemsg");
     fnRead = Native.function(rma, Abi.OPS_RMA_READ, "fi_read");
     localAddress = fetchName();
+    if (addrFormat == Abi.FI_ADDR_STR) {
+      String name = ShmNames.nameOf(localAddress);
+      if (name != null) {
+        shmSelf = ShmNames.opened(name);
+        ShmNames.reportLeftoversOnce(LOG);
+      }
+    }
   }
 
   /** The entry on {@code interfaces[0]} (or any), preferring the exact provider name asked for. */
@@ -584,10 +609,22 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     return requiresLocalMr;
   }
 
-  /** {@inheritDoc} */
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Where a post's code has a known cause, it is named after libfabric's text: sockets answers
+   * {@code -FI_ENOENT} for a live peer handle when it cannot connect to the peer ({@code
+   * sock_ep_get_conn}; this endpoint refuses unknown handles before libfabric sees them).
+   */
   @Override
   public String errorText(int code) {
-    return Native.strerror(code);
+    String text = Native.strerror(code);
+    if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(providerName)) {
+      return text
+          + ": sockets could not connect to the peer (nothing accepts at its address: the peer"
+          + " never started, exited, or closed its endpoint)";
+    }
+    return text;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -596,9 +633,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
-   * <p>Checks what libfabric would not: the length must equal this endpoint's own address length;
-   * an {@code FI_SOCKADDR_IN}/{@code IN6} address must carry {@code AF_INET}/{@code AF_INET6}; an
-   * {@code FI_ADDR_STR} address must be a printable {@code scheme://} string. The identity is every
+   * <p>Checks what libfabric would not: a socket address must be as long as this endpoint's own
+   * and an {@code FI_SOCKADDR_IN}/{@code IN6} address must carry {@code AF_INET}/{@code AF_INET6};
+   * an {@code FI_ADDR_STR} address must be a printable, NUL-terminated {@code scheme://} string of
+   * at most {@code FI_NAME_MAX} (64) bytes, whatever its length (shm's grows with the pid). The identity is every
    * byte, or the policy's {@link EndpointPolicy#identityLength()} leading bytes.
    */
   @Override
@@ -613,6 +651,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   private void validate(byte[] address) {
     if (address == null) {
       throw DmaException.fabric("peer address is missing");
+    }
+    if (addrFormat == Abi.FI_ADDR_STR) {
+      validateString(address);
+      return;
     }
     if (address.length != localAddress.length) {
       throw DmaException.fabric(
@@ -634,17 +676,39 @@ public final class LibfabricEndpoint implements FabricEndpoint {
         throw DmaException.fabric(
             "peer address is not a socket address: family " + family + ", expected " + expected);
       }
-    } else if (addrFormat == Abi.FI_ADDR_STR) {
-      int end = 0;
-      while (end < address.length && address[end] != 0) {
-        if (address[end] < 0x20 || address[end] > 0x7e) {
-          throw DmaException.fabric("peer address is not a printable address string");
-        }
-        end++;
+    }
+  }
+
+  /**
+   * An {@code FI_ADDR_STR} address: printable {@code scheme://...}, one NUL at the end, at most
+   * {@code max(FI_NAME_MAX, own length)} bytes. Its length is not the local one: shm's {@code
+   * fi_shm://<pid>:<uid>:<index>} grows with the pid's digits and the endpoint index, so a peer
+   * with a 4-digit pid is one byte shorter than one with a 5-digit pid. The NUL matters: the
+   * provider {@code strdup}s the address.
+   */
+  private void validateString(byte[] address) {
+    int limit = Math.max(Abi.FI_NAME_MAX, localAddress.length);
+    if (address.length < 2 || address.length > limit) {
+      throw DmaException.fabric(
+          "peer address is "
+              + address.length
+              + " bytes, but "
+              + providerName
+              + " address strings are 2 to "
+              + limit
+              + " bytes, NUL included");
+    }
+    int end = address.length - 1;
+    if (address[end] != 0) {
+      throw DmaException.fabric("peer address is not a NUL-terminated string");
+    }
+    for (int i = 0; i < end; i++) {
+      if (address[i] < 0x20 || address[i] > 0x7e) {
+        throw DmaException.fabric("peer address is not a printable address string");
       }
-      if (!new String(address, 0, end, StandardCharsets.US_ASCII).contains("://")) {
-        throw DmaException.fabric("peer address is not an address string (scheme://...)");
-      }
+    }
+    if (!new String(address, 0, end, StandardCharsets.US_ASCII).contains("://")) {
+      throw DmaException.fabric("peer address is not an address string (scheme://...)");
     }
   }
 
@@ -658,6 +722,14 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   public long insertPeer(byte[] address) {
     ensureOpen();
     validate(address);
+    ShmNames.Local local =
+        addrFormat == Abi.FI_ADDR_STR ? ShmNames.local(ShmNames.nameOf(address)) : null;
+    if (local != null && !local.open) {
+      // shm would map the closed endpoint's unmapped region: the insert or the first post is a
+      // SIGSEGV.
+      throw DmaException.fabric(
+          "peer " + local.name + " is an shm endpoint of this process that was already closed");
+    }
     try (Arena call = Arena.ofConfined()) {
       MemorySegment bytes = call.allocate(address.length, 8);
       MemorySegment.copy(
@@ -681,8 +753,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       }
       if (handle >= livePeers.length) {
         livePeers = Arrays.copyOf(livePeers, (int) Math.max(handle + 1, 2L * livePeers.length));
+        localPeers = Arrays.copyOf(localPeers, livePeers.length);
       }
       livePeers[(int) handle] = true;
+      localPeers[(int) handle] = local;
       return handle;
     } catch (RuntimeException | Error rethrown) {
       throw rethrown;
@@ -691,7 +765,13 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
   }
 
-  /** {@inheritDoc} */
+  /**
+   * {@inheritDoc}
+   *
+   * <p>For a peer that is an shm endpoint of this process and already closed, only the handle is
+   * dropped: {@code fi_av_remove} would write into that endpoint's unmapped region (SIGSEGV in
+   * {@code smr_unmap_region}); the address vector's close releases the entry safely.
+   */
   @Override
   public int removePeer(long handle) {
     ensureOpen();
@@ -700,6 +780,14 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
     // Invalidate first: a post against a removed fi_addr crashes tcp;ofi_rxm.
     livePeers[(int) handle] = false;
+    ShmNames.Local local = localPeers[(int) handle];
+    localPeers[(int) handle] = null;
+    if (local != null && !local.open) {
+      LOG.log(
+          System.Logger.Level.DEBUG,
+          "left the AV entry of closed local shm peer " + local.name + " to the AV's close");
+      return 0;
+    }
     Native.MEMORY.set(JAVA_LONG, addressOut, handle);
     try {
       return (int) Native.I_LLLL.invokeExact(fnAvRemove, av, addressOut, 1L, 0L);
@@ -844,11 +932,19 @@ public final class LibfabricEndpoint implements FabricEndpoint {
         && livePeers[(int) peer];
   }
 
+  /** Whether a live peer is an shm endpoint of this process that has closed (a post: SIGSEGV). */
+  private boolean localPeerClosed(long peer) {
+    ShmNames.Local local = localPeers[(int) peer];
+    return local != null && !local.open;
+  }
+
   /**
    * {@inheritDoc}
    *
    * <p>Returns {@code -FI_EINVAL} without calling libfabric for a slot outside {@code [0, slots)}
-   * or a peer handle that is not live: libfabric would use either blindly.
+   * or a peer handle that is not live: libfabric would use either blindly; {@code -FI_ENOTCONN}
+   * for a peer that is an shm endpoint of this process and closed (shm would write into its
+   * unmapped region).
    */
   @Override
   public int postWrite(
@@ -861,6 +957,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       long remoteKey) {
     if (!postable(slot, peer)) {
       return -Abi.FI_EINVAL;
+    }
+    if (localPeerClosed(peer)) {
+      return -Abi.FI_ENOTCONN;
     }
     long s = scratch;
     Native.MEMORY.set(JAVA_LONG, s + SCRATCH_IOV + Abi.IOVEC_BASE, localAddress);
@@ -897,6 +996,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       long remoteKey) {
     if (!postable(slot, peer)) {
       return -Abi.FI_EINVAL;
+    }
+    if (localPeerClosed(peer)) {
+      return -Abi.FI_ENOTCONN;
     }
     try {
       return (int)
@@ -1041,16 +1143,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     errorSlot = slotOf(context);
     errorErrno = err;
     errorProviderErrno = providerErrno;
-    errorMessage =
-        "completion error: "
-            + Native.strerror(err)
-            + " (err="
-            + err
-            + "); provider: "
-            + providerText
-            + " (prov_errno="
-            + providerErrno
-            + ")";
+    errorMessage = completionMessage(providerName, err, providerErrno, providerText);
     if (errorSlot < 0) {
       orphanCompletions++;
       LOG.log(
@@ -1058,6 +1151,62 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           "dropped a completion error naming no operation: " + errorMessage);
     }
     return true;
+  }
+
+  /**
+   * The text of a completion error: {@code completion error: <fi_strerror(err)> (err=N); provider:
+   * <fi_cq_strerror> (prov_errno=M)}, except where the provider half would mislead:
+   *
+   * <ul>
+   *   <li>{@code prov_errno} 0, or an empty provider text: the provider half is left out.
+   *   <li>{@code FI_ECANCELED} on net, tcp and their rxm variants: xnet cancels every queued
+   *       operation when the connection closes and stores whatever {@code errno} happened to hold
+   *       ({@code ofi_sockerr()} in {@code xnet_report_error}), so its text ("No such file or
+   *       directory", "Operation now in progress") is stale. The cause is named instead: the
+   *       connection closed, which the target does on an invalid key, range or access.
+   *   <li>A provider text equal to {@code fi_strerror(err)} (sockets: "Permission denied" twice):
+   *       for {@code FI_EACCES} the cause is named (the target refused the key, range or access),
+   *       otherwise the repetition is dropped.
+   * </ul>
+   *
+   * @param provider the provider name, for example {@code net}
+   * @param err the positive {@code err}
+   * @param providerErrno {@code prov_errno}
+   * @param providerText {@code fi_cq_strerror(prov_errno)}, or empty
+   * @return the message
+   */
+  static String completionMessage(
+      String provider, int err, int providerErrno, String providerText) {
+    String head = "completion error: " + Native.strerror(err) + " (err=" + err + ")";
+    if (err == Abi.FI_ECANCELED && cancelsOnConnectionLoss(provider)) {
+      return head
+          + "; provider: the connection to the peer closed with this operation outstanding, which"
+          + " the target does when it refuses a remote key, address range or access, and which a"
+          + " peer that closed or died causes too (prov_errno="
+          + providerErrno
+          + ", a stale errno, not the cause)";
+    }
+    if (providerErrno == 0 || providerText == null || providerText.isBlank()) {
+      return head;
+    }
+    if (providerText.equals(Native.strerror(err))) {
+      return err == Abi.FI_EACCES
+          ? head
+              + "; provider: the target refused the remote key, address range or access"
+              + " (prov_errno="
+              + providerErrno
+              + ")"
+          : head + " (prov_errno=" + providerErrno + ")";
+    }
+    return head + "; provider: " + providerText + " (prov_errno=" + providerErrno + ")";
+  }
+
+  /** xnet (net on 1.x, tcp from 1.18) and rxm over it or over tcpx. */
+  private static boolean cancelsOnConnectionLoss(String provider) {
+    return provider.equals("net")
+        || provider.equals("tcp")
+        || provider.startsWith("tcp;")
+        || provider.startsWith("net;");
   }
 
   /**
@@ -1130,6 +1279,11 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       return;
     }
     closed = true;
+    if (shmSelf != null) {
+      // Before fi_close(ep) unmaps the region: from now on no endpoint of this process removes,
+      // inserts or posts to this name.
+      shmSelf.open = false;
+    }
     synchronized (registrations) {
       for (long mr : registrations) {
         closeLogged("fi_close(mr)", mr);
@@ -1146,6 +1300,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     info = 0;
     slots = 0;
     Arrays.fill(livePeers, false);
+    Arrays.fill(localPeers, null);
     arena.close();
   }
 
@@ -1185,6 +1340,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   @Override
   public void reset() {
     ensureOpen();
+    if (shmSelf != null) {
+      // As in close(): the old endpoint's region goes with fi_close(ep); the reopened endpoint
+      // registers its own (new) name.
+      shmSelf.open = false;
+      shmSelf = null;
+    }
     ep = closeLogged("fi_close(ep)", ep);
     cq = closeLogged("fi_close(cq)", cq);
     av = closeLogged("fi_close(av)", av);
@@ -1192,6 +1353,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     queueSize = 0;
     Arrays.fill(queuedMessage, null);
     Arrays.fill(livePeers, false);
+    Arrays.fill(localPeers, null);
     try {
       openTransport();
     } catch (Throwable reopenFailure) {

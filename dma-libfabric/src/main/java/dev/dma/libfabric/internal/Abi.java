@@ -376,6 +376,18 @@ public final class Abi {
   @C("FI_SOURCE")
   public static final long FI_SOURCE = 1L << 57;
 
+  /**
+   * {@code FI_PROV_ATTR_ONLY} (an {@code fi_getinfo} flag, alone): one entry per provider the
+   * library holds, with only {@code prov_name} and {@code prov_version}, device or not ({@code
+   * fi_info -l}).
+   */
+  @C("FI_PROV_ATTR_ONLY")
+  public static final long FI_PROV_ATTR_ONLY = 1L << 54;
+
+  /** {@code FI_NAME_MAX}: the longest name libfabric's own string buffers hold. */
+  @C("FI_NAME_MAX")
+  public static final int FI_NAME_MAX = 64;
+
   // ---- mode bits (fi_info.mode) ----
 
   /** {@code FI_CONTEXT} (mode). */
@@ -459,6 +471,18 @@ public final class Abi {
   /** {@code FI_ENOENT}. */
   @C("FI_ENOENT")
   public static final int FI_ENOENT = 2;
+
+  /** {@code FI_EACCES}. */
+  @C("FI_EACCES")
+  public static final int FI_EACCES = 13;
+
+  /** {@code FI_ECANCELED}. */
+  @C("FI_ECANCELED")
+  public static final int FI_ECANCELED = 125;
+
+  /** {@code FI_ENOTCONN}. */
+  @C("FI_ENOTCONN")
+  public static final int FI_ENOTCONN = 107;
 
   /** {@code FI_EAGAIN}. */
   @C("FI_EAGAIN")

@@ -51,6 +51,10 @@ public final class Native {
   public static final MethodHandle I_LLL =
       handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
 
+  /** {@code int f(void*, void*)}: dladdr. */
+  public static final MethodHandle I_LL =
+      handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+
   /** {@code int f(void*)}: fi_close, unsetenv. */
   public static final MethodHandle I_L = handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
 
@@ -129,6 +133,10 @@ public final class Native {
   private static final MemorySegment SIGACTION = libc("sigaction");
   private static final MemorySegment STRDUP = libc("strdup");
   private static final MemorySegment FREE = libc("free");
+
+  /** {@code dladdr}, in libc since glibc 2.34; NULL where it is not (the path is then unknown). */
+  private static final MemorySegment DLADDR =
+      LINKER.defaultLookup().find("dladdr").orElse(MemorySegment.NULL);
 
   /** The signals whose handlers the JVM relies on and libraries have been seen to replace. */
   private static final int[] GUARDED_SIGNALS = {Abi.SIGSEGV, Abi.SIGBUS, Abi.SIGILL, Abi.SIGFPE};
@@ -322,6 +330,34 @@ public final class Native {
   @SuppressWarnings("restricted")
   private static MethodHandle handle(FunctionDescriptor descriptor, Linker.Option... options) {
     return LINKER.downcallHandle(descriptor, options);
+  }
+
+  /**
+   * The file the dynamic loader loaded libfabric from ({@code dladdr} of {@code fi_getinfo}), for
+   * messages that must say which library lacks something.
+   *
+   * @return the path, for example {@code /usr/lib/x86_64-linux-gnu/libfabric.so.1}, or the
+   *     requested name when the path cannot be found; null when libfabric is unavailable
+   */
+  public static String libraryPath() {
+    if (UNAVAILABLE != null) {
+      return null;
+    }
+    String requested = System.getProperty(LIBRARY_PROPERTY, DEFAULT_LIBRARY);
+    if (DLADDR.equals(MemorySegment.NULL)) {
+      return requested;
+    }
+    try (Arena arena = Arena.ofConfined()) {
+      // Dl_info: dli_fname, dli_fbase, dli_sname, dli_saddr.
+      MemorySegment info = arena.allocate(32, 8);
+      int found = (int) I_LL.invokeExact(DLADDR, FI_GETINFO.address(), info.address());
+      String path = found == 0 ? null : string(info.get(JAVA_LONG, 0));
+      return path == null || path.isEmpty() ? requested : path;
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
   }
 
   /**

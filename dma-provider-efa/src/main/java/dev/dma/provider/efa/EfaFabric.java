@@ -185,7 +185,13 @@ public enum EfaFabric {
       synchronized (this) {
         known = availability;
         if (known == null) {
-          known = assess(Libfabric.availability(), Libfabric.version(), this::probe);
+          known =
+              assess(
+                  Libfabric.availability(),
+                  Libfabric.version(),
+                  Libfabric::libraryPath,
+                  Libfabric::builtInProviders,
+                  this::probe);
           availability = known;
         }
       }
@@ -198,15 +204,35 @@ public enum EfaFabric {
   }
 
   /**
-   * The availability decision, separated from the library so tests can step through it.
+   * The availability decision for a library that has the efa provider, for tests that step through
+   * the version and device checks.
+   */
+  Availability assess(Availability library, int version, Supplier<List<String>> domains) {
+    return assess(library, version, () -> "libfabric.so.1", () -> List.of(PROVIDER), domains);
+  }
+
+  /**
+   * The availability decision, separated from the library so tests can step through it. The
+   * missing piece is named in this order: libfabric itself; a version older than {@link
+   * #minimumVersion()}; a library without the efa provider ({@code fi_getinfo} with {@code
+   * FI_PROV_ATTR_ONLY}, as {@code fi_info -l}: Debian's builds have none); no EFA device answering
+   * for this fabric.
    *
    * @param library whether libfabric loaded
    * @param version {@code fi_version()} of the library
+   * @param libraryPath where the library was loaded from, for the message
+   * @param builtIn the providers the library holds; may throw {@link DmaException}, and then the
+   *     device probe decides
    * @param domains lists this fabric's domains (one per EFA device); may throw {@link DmaException}
    *     when {@code fi_getinfo} fails
    * @return the availability, with the missing piece named
    */
-  Availability assess(Availability library, int version, Supplier<List<String>> domains) {
+  Availability assess(
+      Availability library,
+      int version,
+      Supplier<String> libraryPath,
+      Supplier<List<String>> builtIn,
+      Supplier<List<String>> domains) {
     if (!library.available()) {
       return library;
     }
@@ -221,6 +247,24 @@ public enum EfaFabric {
               + "; install libfabric >= "
               + Libfabric.versionText(minimumVersion)
               + " (e.g. the AWS EFA installer)");
+    }
+    String which = "libfabric " + Libfabric.versionText(version) + ", loaded from " + libraryPath.get();
+    boolean hasProvider;
+    try {
+      hasProvider = builtIn.get().contains(PROVIDER);
+    } catch (DmaException unknown) {
+      hasProvider = true; // cannot tell: let the device probe speak
+    }
+    if (!hasProvider) {
+      return Availability.unavailable(
+          "this libfabric ("
+              + which
+              + ") has no efa provider: install libfabric >= "
+              + Libfabric.versionText(Math.max(minimumVersion, EFA_DIRECT.minimumVersion))
+              + " built with efa (the AWS EFA installer puts one in /opt/amazon/efa/lib64) and"
+              + " load it with -D"
+              + Libfabric.LIBRARY_PROPERTY
+              + "=<path>; check with `fi_info -l`");
     }
     String answer;
     try {
@@ -237,8 +281,10 @@ public enum EfaFabric {
             + fabricName
             + "): "
             + answer
-            + "; this needs an EFA-enabled instance and a libfabric built with the efa provider"
-            + " (the AWS EFA installer); check with `fi_info -p efa -f "
+            + "; the efa provider is present in this libfabric ("
+            + which
+            + "), so this host lacks an EFA device: this needs an EFA-enabled instance; check with"
+            + " `fi_info -p efa -f "
             + fabricName
             + "`");
   }

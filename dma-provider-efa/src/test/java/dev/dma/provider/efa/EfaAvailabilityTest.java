@@ -66,6 +66,45 @@ class EfaAvailabilityTest {
   }
 
   @Test
+  void aLibraryWithoutTheEfaProviderIsToldApartFromAHostWithoutADevice() {
+    Availability noProvider =
+        EfaFabric.EFA.assess(
+            Availability.AVAILABLE,
+            V1_17,
+            () -> "/usr/lib/x86_64-linux-gnu/libfabric.so.1",
+            () -> List.of("tcp", "shm", "net"),
+            () -> {
+              throw DmaException.fabric("fi_getinfo: No data available (-61)");
+            });
+    assertEquals(
+        "this libfabric (libfabric 1.17, loaded from /usr/lib/x86_64-linux-gnu/libfabric.so.1) has"
+            + " no efa provider: install libfabric >= 2.1 built with efa (the AWS EFA installer"
+            + " puts one in /opt/amazon/efa/lib64) and load it with -Ddma.libfabric.library=<path>;"
+            + " check with `fi_info -l`",
+        noProvider.reason());
+    Availability noDevice =
+        EfaFabric.EFA.assess(
+            Availability.AVAILABLE,
+            V2_1,
+            () -> "/opt/x/libfabric.so.1",
+            () -> List.of("efa", "tcp"),
+            List::of);
+    assertTrue(
+        noDevice.reason().startsWith("no EFA device answered fi_getinfo (provider efa, fabric efa)"),
+        noDevice.reason());
+    assertTrue(
+        noDevice.reason().contains("the efa provider is present in this libfabric (libfabric 2.1,"
+            + " loaded from /opt/x/libfabric.so.1)"),
+        noDevice.reason());
+    // The version gate still comes first for efa-direct, with its own message.
+    assertTrue(
+        EfaFabric.EFA_DIRECT
+            .assess(Availability.AVAILABLE, V1_17, () -> "p", List::of, List::of)
+            .reason()
+            .startsWith("libfabric 1.17 is older than 2.1, the first with efa-direct"));
+  }
+
+  @Test
   void aMissingLibfabricIsPassedOn() {
     Availability missing = Availability.unavailable("libfabric.so.1 was not found");
     assertEquals(missing, EfaFabric.EFA.assess(missing, 0, List::of));
@@ -121,10 +160,27 @@ class EfaAvailabilityTest {
   void efaWithoutADeviceFailsTheSameWay() {
     Availability here = new EfaProvider().availability();
     Assumptions.assumeFalse(here.available(), "this host has the efa fabric");
+    System.out.println("efa here: " + here.reason());
     if (Libfabric.availability().available()) {
-      assertTrue(
-          here.reason().startsWith("no EFA device answered fi_getinfo (provider efa, fabric efa)"),
-          here.reason());
+      if (Libfabric.builtInProviders().contains("efa")) {
+        // libfabric 2.1 built from source here: the provider is there, the device is not.
+        assertTrue(
+            here.reason().startsWith("no EFA device answered fi_getinfo (provider efa, fabric efa)"),
+            here.reason());
+        assertTrue(here.reason().contains("the efa provider is present"), here.reason());
+      } else {
+        // Debian's 1.17 has no efa provider at all: that is what must be said.
+        assertTrue(
+            here.reason()
+                .startsWith(
+                    "this libfabric (libfabric "
+                        + Libfabric.versionText(Libfabric.version())
+                        + ", loaded from "
+                        + Libfabric.libraryPath()
+                        + ") has no efa provider"),
+            here.reason());
+        assertTrue(Libfabric.libraryPath().startsWith("/"), Libfabric.libraryPath());
+      }
     }
     DmaConfiguration configuration = DmaConfiguration.builder().providers("efa").build();
     DmaException error =

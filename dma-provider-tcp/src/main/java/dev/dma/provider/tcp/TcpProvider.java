@@ -9,15 +9,21 @@ import dev.dma.spi.Availability;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
 import java.util.List;
+import java.util.function.Predicate;
 
 /**
  * Provider {@code tcp}: libfabric RMA over kernel TCP sockets, for any host without an RDMA NIC.
  *
  * <h2>Which libfabric provider</h2>
  *
- * On libfabric 2.x, the {@code tcp} provider, which serves {@code FI_EP_RDM} natively. On 1.x, the
- * choice is {@value #LIBFABRIC_1_PROVIDER} (xnet, the code that 2.x renames to {@code tcp}) over
- * {@code tcp;ofi_rxm} (rxm layered on the old tcpx core), measured with this module's {@code
+ * Chosen by what the loaded library offers, not by its version ({@link #libfabricProvider()}): the
+ * {@code tcp} provider wherever {@code fi_getinfo} says it serves {@code FI_EP_RDM} with {@code
+ * FI_RMA} itself (libfabric 1.18 on, where xnet took over the name and {@code net} is gone),
+ * otherwise {@value #NET_PROVIDER} (1.17 and older, where {@code tcp} alone is {@code FI_EP_MSG}
+ * and the hint {@code tcp} is answered only by {@code tcp;ofi_rxm}). A choice by major version
+ * asked for {@code net} on 1.18 to 1.22 and failed to open there. Where both exist, {@value
+ * #NET_PROVIDER} (xnet, the code that later became {@code tcp}) is preferred over {@code
+ * tcp;ofi_rxm} (rxm layered on the old tcpx core), measured with this module's {@code
  * TcpVariantsBenchmark} through {@link LibfabricEndpoint} (delivery-complete writes, one JVM, one
  * thread posting, reaping and progressing the target; 127.0.0.1; libfabric 1.17; a shared 2-vCPU VM
  * at load 4; median of 7 rounds, range in brackets):
@@ -51,7 +57,7 @@ import java.util.List;
  *
  * <h2>Progress</h2>
  *
- * Both 1.x variants progress only inside libfabric calls: data lands at a target only while its
+ * Every variant (net, tcp, tcp;ofi_rxm) progresses only inside libfabric calls: data lands at a target only while its
  * completion queue is read, so every passive target must call {@link FabricEndpoint#progress()}
  * (the fabric worker's busy poll does it for servers).
  *
@@ -60,24 +66,52 @@ import java.util.List;
 @SuppressWarnings("exports") // @AutoService is source-only metadata.
 @AutoService(FabricProvider.class)
 public final class TcpProvider implements FabricProvider {
-  /** The libfabric provider used on libfabric 1.x. */
-  public static final String LIBFABRIC_1_PROVIDER = "net";
+  /** The libfabric provider used where {@code tcp} does not serve RDM itself (1.17 and older). */
+  public static final String NET_PROVIDER = "net";
 
-  /** The libfabric provider used on libfabric 2.x: tcp serves RDM itself there. */
-  public static final String LIBFABRIC_2_PROVIDER = "tcp";
+  /** The libfabric provider used where it serves RDM with RMA itself (1.18 on, and 2.x). */
+  public static final String TCP_PROVIDER = "tcp";
 
   /** Creates the provider (called by {@link java.util.ServiceLoader}). */
   public TcpProvider() {}
 
   /**
-   * The endpoint policy for a libfabric major version.
+   * The choice rule: {@value #TCP_PROVIDER} when it serves RDM with RMA, else {@value
+   * #NET_PROVIDER}.
    *
-   * @param majorVersion the loaded library's major version
-   * @return the policy: the provider name, no fabric pin, mode 0, the default {@code mr_mode} hints
-   *     and no default source node
+   * @param servesRdmRma whether a libfabric provider of that exact name serves {@code FI_EP_RDM}
+   *     with {@code FI_RMA}
+   * @return the libfabric provider name
    */
-  public static EndpointPolicy policy(int majorVersion) {
-    return EndpointPolicy.of(majorVersion >= 2 ? LIBFABRIC_2_PROVIDER : LIBFABRIC_1_PROVIDER);
+  static String choose(Predicate<String> servesRdmRma) {
+    return servesRdmRma.test(TCP_PROVIDER) ? TCP_PROVIDER : NET_PROVIDER;
+  }
+
+  /** The choice for the loaded library, made once: it costs an {@code fi_getinfo}. */
+  private static final class Chosen {
+    static final String NAME =
+        choose(name -> Libfabric.serves(EndpointPolicy.of(name)));
+  }
+
+  /**
+   * The libfabric provider this provider opens on the loaded library: {@value #TCP_PROVIDER} where
+   * {@code fi_getinfo} says it serves {@code FI_EP_RDM} with {@code FI_RMA}, else {@value
+   * #NET_PROVIDER}. Computed once.
+   *
+   * @return the name
+   */
+  public static String libfabricProvider() {
+    return Chosen.NAME;
+  }
+
+  /**
+   * The endpoint policy on the loaded library.
+   *
+   * @return the policy: {@link #libfabricProvider()}, no fabric pin, mode 0, the default {@code
+   *     mr_mode} hints and no default source node
+   */
+  public static EndpointPolicy policy() {
+    return EndpointPolicy.of(libfabricProvider());
   }
 
   /**
@@ -109,12 +143,12 @@ public final class TcpProvider implements FabricProvider {
   /** {@inheritDoc} */
   @Override
   public FabricEndpoint open(DmaConfiguration configuration) {
-    return LibfabricEndpoint.open(policy(Libfabric.majorVersion()), configuration);
+    return LibfabricEndpoint.open(policy(), configuration);
   }
 
   /** {@inheritDoc} */
   @Override
   public List<String> discoverDomains(DmaConfiguration configuration) {
-    return LibfabricEndpoint.discoverDomains(policy(Libfabric.majorVersion()), configuration);
+    return LibfabricEndpoint.discoverDomains(policy(), configuration);
   }
 }

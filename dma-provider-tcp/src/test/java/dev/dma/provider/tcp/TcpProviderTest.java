@@ -67,11 +67,19 @@ class TcpProviderTest {
   }
 
   @Test
-  void choosesNetOnLibfabric1AndTcpOn2() {
-    assertEquals("net", TcpProvider.policy(1).providerName());
-    assertEquals("tcp", TcpProvider.policy(2).providerName());
+  void choosesByWhatTheLibraryOffersNotByItsVersion() {
+    // The rule, whatever library is loaded: tcp wherever it serves RDM with RMA (1.18 to 1.22 are
+    // 1.x and have no net), net otherwise.
+    assertEquals("tcp", TcpProvider.choose(name -> name.equals("tcp")));
+    assertEquals("net", TcpProvider.choose(name -> false));
+    // What fi_getinfo says here: tcp serves RDM from 1.18 on (on 1.17 only tcp;ofi_rxm answers).
+    boolean tcpServesRdm = Libfabric.version() >= (1 << 16 | 18);
+    assertEquals(
+        tcpServesRdm, Libfabric.serves(dev.dma.libfabric.EndpointPolicy.of("tcp")), "tcp RDM");
+    assertEquals(!tcpServesRdm, Libfabric.serves(dev.dma.libfabric.EndpointPolicy.of("net")));
+    String expected = tcpServesRdm ? "tcp" : "net";
+    assertEquals(expected, TcpProvider.libfabricProvider());
     try (FabricEndpoint endpoint = opener().get()) {
-      String expected = Libfabric.majorVersion() >= 2 ? "tcp" : "net";
       assertEquals(expected, endpoint.describe().provider());
       assertEquals(2, endpoint.describe().addrFormat());
       byte[] address = endpoint.localAddress();

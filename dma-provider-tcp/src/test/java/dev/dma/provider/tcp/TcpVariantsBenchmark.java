@@ -96,14 +96,14 @@ public final class TcpVariantsBenchmark {
    * </pre>
    *
    * @param args optionally the number of rounds (default 5), then the variants to compare (default
-   *     {@code tcp;ofi_rxm net})
+   *     {@code tcp;ofi_rxm} and {@link TcpProvider#libfabricProvider()})
    */
   public static void main(String[] args) {
     int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
     String[] variants =
         args.length > 1
             ? Arrays.copyOfRange(args, 1, args.length)
-            : new String[] {"tcp;ofi_rxm", "net"};
+            : new String[] {"tcp;ofi_rxm", TcpProvider.libfabricProvider()};
     DmaConfiguration configuration = DmaConfiguration.builder().bind("127.0.0.1").build();
     List<List<double[]>> results = new ArrayList<>();
     for (int v = 0; v < variants.length; v++) {

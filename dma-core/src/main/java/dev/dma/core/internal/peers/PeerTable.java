@@ -33,7 +33,8 @@ import java.util.function.LongPredicate;
  * which any thread may read. The worker calls {@link #handle} on every post, and defers {@link
  * #release} until the client has no operation outstanding: removing an address-vector entry with
  * operations in flight flushes the queue pair, and a queued transfer would re-insert the peer.
- * {@link #clear()} runs before the endpoint closes its address vector.
+ * {@link #clear()} runs right before the endpoint closes, and leaves the entries to the address
+ * vector's close.
  */
 public final class PeerTable {
   private static final System.Logger LOG = System.getLogger(PeerTable.class.getName());
@@ -287,18 +288,21 @@ public final class PeerTable {
   }
 
   /**
-   * Releases every client, removing every live entry from the address vector, and empties the
-   * index. Worker thread only, before the endpoint closes its address vector.
+   * Forgets every client and entry without removing anything from the address vector, and empties
+   * the index. Worker thread only, right before the endpoint closes (and with it its address
+   * vector, which releases every entry at once).
+   *
+   * <p>Why no {@link FabricEndpoint#removePeer}: at shutdown a peer's endpoint may already be
+   * closed, and removing such an entry can crash the process. shm maps a peer opened by the same
+   * process by pointing at that endpoint's own region, which {@code fi_close} of the peer unmaps;
+   * {@code fi_av_remove} then writes into the unmapped region ({@code smr_unmap_region}, SIGSEGV on
+   * libfabric 2.1 whenever a passive target closed before the service). Closing the address vector
+   * after the endpoint skips that write, so leaving the entries to it is both safe and sufficient.
    */
   public void clear() {
-    Set<Entry> held = Collections.newSetFromMap(new IdentityHashMap<>());
-    byClient.forEachValue(held::add);
     byClient.clear();
-    for (Entry entry : held) {
-      entry.holders = 0;
-      remove(entry);
-    }
     byIdentity.clear();
+    liveEntries = 0;
     sweepThreshold = SWEEP_FLOOR;
   }
 

@@ -77,8 +77,11 @@ class PeerTableTest {
   @AfterEach
   void noContractViolations() {
     julLogger.removeHandler(capture);
+    int live = endpoint.livePeers();
     table.clear();
-    assertEquals(0, endpoint.livePeers(), "clear removes every live entry");
+    // clear() leaves the entries to the address vector's close: removing one whose endpoint
+    // closed first crashes shm (smr_unmap_region).
+    assertEquals(live, endpoint.livePeers(), "clear must not call removePeer");
     assertEquals(List.of(), endpoint.faults());
   }
 
@@ -333,17 +336,19 @@ class PeerTableTest {
   }
 
   @Test
-  void clearRemovesEveryLiveEntryOnce() {
+  void clearForgetsEveryEntryWithoutRemovingIt() {
     table.handle(1, tcp(9000));
     table.handle(2, tcp(9000));
     table.handle(3, tcp(9001));
     table.clear();
-    assertEquals(2, endpoint.removed().size());
+    // Nothing is removed from the address vector: its close (right after) releases everything,
+    // and a removal of a peer whose endpoint already closed crashes shm.
+    assertEquals(0, endpoint.removed().size());
     assertEquals(0, table.clients());
     assertEquals(0, table.entries());
     assertEquals(0, table.indexSize());
     table.release(1);
-    assertEquals(2, table.removes());
+    assertEquals(0, table.removes());
     assertEquals(2, table.inserts());
   }
 }
