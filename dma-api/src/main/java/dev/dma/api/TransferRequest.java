@@ -21,6 +21,12 @@ import java.util.HexFormat;
  * @param direction which way the bytes move
  * @param wantChecksum compute CRC-32C over the local operand at completion (on the checksum pool)
  * @param context the caller context; supplies the operand and is handed back
+ * @param remoteBase the advertised region's remote address ({@link Advertisement#remoteAddress()}),
+ *     in the same addressing as {@code remoteAddress}: the request's {@code remoteAddress} may lie
+ *     anywhere inside {@code [remoteBase, remoteBase + remoteLength)}; meaningless when {@code
+ *     remoteLength} is {@link #UNKNOWN_LENGTH}
+ * @param remoteLength the advertised region's length ({@link Advertisement#lengthBytes()}), or
+ *     {@link #UNKNOWN_LENGTH} when the peer did not say, and then no bound is checked
  */
 public record TransferRequest<T extends Operands>(
     long clientId,
@@ -29,15 +35,25 @@ public record TransferRequest<T extends Operands>(
     long remoteAddress,
     Direction direction,
     boolean wantChecksum,
-    T context) {
+    T context,
+    long remoteBase,
+    long remoteLength) {
+
+  /** The {@link #remoteLength()} of a request whose peer region has no advertised length. */
+  public static final long UNKNOWN_LENGTH = Advertisement.UNKNOWN_LENGTH;
 
   /**
    * Checks the required fields.
    *
    * @throws NullPointerException naming the missing field
-   * @throws IllegalArgumentException if {@code peerAddress} is empty
+   * @throws IllegalArgumentException if {@code peerAddress} is empty, or {@code remoteLength} is
+   *     neither {@link #UNKNOWN_LENGTH} nor positive
    */
   public TransferRequest {
+    if (remoteLength != UNKNOWN_LENGTH && remoteLength <= 0) {
+      throw new IllegalArgumentException(
+          "remoteLength must be positive or UNKNOWN_LENGTH, not " + remoteLength);
+    }
     if (peerAddress == null) {
       throw new NullPointerException("peerAddress");
     }
@@ -50,6 +66,72 @@ public record TransferRequest<T extends Operands>(
     if (context == null) {
       throw new NullPointerException("context");
     }
+  }
+
+  /**
+   * A request with no advertised bound (as before advertisements carried their length).
+   *
+   * @param clientId identity for accounting
+   * @param peerAddress the peer's fabric address
+   * @param remoteKey the peer's remote key
+   * @param remoteAddress the peer buffer's remote address
+   * @param direction which way the bytes move
+   * @param wantChecksum whether to checksum at completion
+   * @param context the caller context
+   * @throws NullPointerException naming the missing field
+   * @throws IllegalArgumentException if {@code peerAddress} is empty
+   */
+  public TransferRequest(
+      long clientId,
+      byte[] peerAddress,
+      long remoteKey,
+      long remoteAddress,
+      Direction direction,
+      boolean wantChecksum,
+      T context) {
+    this(
+        clientId,
+        peerAddress,
+        remoteKey,
+        remoteAddress,
+        direction,
+        wantChecksum,
+        context,
+        0,
+        UNKNOWN_LENGTH);
+  }
+
+  /**
+   * Why a transfer of {@code lengthBytes} at this request's {@code remoteAddress} falls outside the
+   * advertised region {@code [remoteBase, remoteBase + remoteLength)}, or {@code null} when it fits
+   * or no length was advertised. Addresses compare unsigned (a virtual address may have its top bit
+   * set; an offset-addressed peer advertises base 0). The fabric worker calls it before posting,
+   * once the operand's length is known, and fails the transfer with the text (reason {@code
+   * BAD_REQUEST}) rather than hand the provider an access the target never exposed. Any thread;
+   * throws nothing and allocates nothing when the transfer fits.
+   *
+   * @param lengthBytes the transfer's length
+   * @return {@code null} when in bounds or unbounded, else the failure text
+   */
+  public String outOfBoundsReason(long lengthBytes) {
+    if (remoteLength == UNKNOWN_LENGTH) {
+      return null;
+    }
+    // offset wraps to a huge unsigned value when remoteAddress is below remoteBase.
+    long offset = remoteAddress - remoteBase;
+    if (lengthBytes >= 0
+        && Long.compareUnsigned(offset, remoteLength) <= 0
+        && lengthBytes <= remoteLength - offset) {
+      return null;
+    }
+    return "transfer of "
+        + lengthBytes
+        + " bytes at remote address "
+        + Long.toUnsignedString(remoteAddress)
+        + " lies outside the advertised region of "
+        + remoteLength
+        + " bytes at "
+        + Long.toUnsignedString(remoteBase);
   }
 
   /**
@@ -88,7 +170,9 @@ public record TransferRequest<T extends Operands>(
         advertisement.remoteAddress(),
         direction,
         wantChecksum,
-        context);
+        context,
+        advertisement.remoteAddress(),
+        advertisement.lengthBytes());
   }
 
   @Override
@@ -100,7 +184,9 @@ public record TransferRequest<T extends Operands>(
         && remoteAddress == that.remoteAddress
         && direction.equals(that.direction)
         && wantChecksum == that.wantChecksum
-        && context.equals(that.context);
+        && context.equals(that.context)
+        && remoteBase == that.remoteBase
+        && remoteLength == that.remoteLength;
   }
 
   @Override
@@ -111,7 +197,9 @@ public record TransferRequest<T extends Operands>(
     hash = 31 * hash + Long.hashCode(remoteAddress);
     hash = 31 * hash + direction.hashCode();
     hash = 31 * hash + Boolean.hashCode(wantChecksum);
-    return 31 * hash + context.hashCode();
+    hash = 31 * hash + context.hashCode();
+    hash = 31 * hash + Long.hashCode(remoteBase);
+    return 31 * hash + Long.hashCode(remoteLength);
   }
 
   @Override
@@ -130,6 +218,9 @@ public record TransferRequest<T extends Operands>(
         + wantChecksum
         + ", context="
         + context
+        + (remoteLength == UNKNOWN_LENGTH
+            ? ""
+            : ", remoteBase=0x" + Long.toHexString(remoteBase) + ", remoteLength=" + remoteLength)
         + "]";
   }
 
@@ -144,6 +235,8 @@ public record TransferRequest<T extends Operands>(
     private byte[] peerAddress;
     private long remoteKey;
     private long remoteAddress;
+    private long remoteBase;
+    private long remoteLength = UNKNOWN_LENGTH;
     private Direction direction = Direction.TO_PEER;
     private boolean wantChecksum;
 
@@ -174,7 +267,10 @@ public record TransferRequest<T extends Operands>(
     }
 
     /**
-     * Sets the peer's address, key and remote address from its advertisement.
+     * Sets the peer's address, key and remote address from its advertisement, and the advertised
+     * region ({@code remoteBase}, {@code remoteLength}) that bounds the transfer. A later {@link
+     * #remoteAddress(long)} moves the transfer inside that region (an offset from {@code
+     * value.remoteAddress()}); the bound stays.
      *
      * @param value the advertisement
      * @return this builder
@@ -183,6 +279,8 @@ public record TransferRequest<T extends Operands>(
       this.peerAddress = value.address();
       this.remoteKey = value.remoteKey();
       this.remoteAddress = value.remoteAddress();
+      this.remoteBase = value.remoteAddress();
+      this.remoteLength = value.lengthBytes();
       return this;
     }
 
@@ -238,7 +336,15 @@ public record TransferRequest<T extends Operands>(
      */
     public TransferRequest<T> build() {
       return new TransferRequest<>(
-          clientId, peerAddress, remoteKey, remoteAddress, direction, wantChecksum, context);
+          clientId,
+          peerAddress,
+          remoteKey,
+          remoteAddress,
+          direction,
+          wantChecksum,
+          context,
+          remoteBase,
+          remoteLength);
     }
   }
 }

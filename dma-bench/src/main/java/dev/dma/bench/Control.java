@@ -58,7 +58,11 @@ public final class Control {
      * @return four space-separated fields
      */
     public String fields() {
-      return String.join(" ", advertisement.toFields()) + " " + lengthBytes;
+      // The first three fields only: an advertisement that knows its length writes it as a fourth,
+      // and the AD line carries the length itself.
+      return String.join(" ", advertisement.toFields().subList(0, Advertisement.FIELD_COUNT))
+          + " "
+          + lengthBytes;
     }
 
     /**

@@ -14,8 +14,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Threads are named {@code f-pool-00}, {@code f-pool-01}, ... (numbered per pool). Each has its
  * own FIFO queue; jobs are spread round-robin. A job that throws is logged and kills only itself,
- * never its thread. {@link #close()} lets the threads finish the jobs already queued, then joins
- * them; jobs submitted after that are dropped. Thread-safe.
+ * never its thread. Thread-safe: any thread may submit, any thread may close.
+ *
+ * <h2>Closing never loses a job</h2>
+ *
+ * A job carries completions a caller is waiting for, and a pool may be shared: closing it before a
+ * service that still submits must not drop that service's completions. So every submitted job runs
+ * exactly once. {@link #close()} lets the threads finish the jobs already queued, joins them, then
+ * runs on the closing thread any job that was queued behind the threads' stop marker (a submit that
+ * raced the close). A job submitted once the pool is closed runs inline, on the submitting thread
+ * (for a service: its fabric worker), before {@code submit} returns. After {@code close()} returns
+ * no pool thread is left.
  */
 public final class ChecksumPool implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(ChecksumPool.class.getName());
@@ -42,15 +51,26 @@ public final class ChecksumPool implements AutoCloseable {
   }
 
   /**
-   * Queues a job; dropped silently once the pool is closing.
+   * Queues a job for a pool thread; once the pool is closing, runs it inline instead (see the class
+   * comment), so it always runs exactly once. Any thread; allocates only the queue's node.
    *
    * @param job the job
    */
   public void submit(Runnable job) {
     if (closed) {
+      runQuietly(job);
       return;
     }
-    workers.get(Math.floorMod(next.getAndIncrement(), workers.size())).queue.add(job);
+    BlockingQueue<Runnable> queue =
+        workers.get(Math.floorMod(next.getAndIncrement(), workers.size())).queue;
+    queue.add(job);
+    // The close may have begun between the check and the add: then the job can sit behind the stop
+    // marker, where no pool thread will take it. Whoever removes it runs it: this thread (remove
+    // succeeds) or close()'s final drain (it polled the job first). If `closed` still reads false
+    // here, the add preceded close()'s write and so its stop marker: a pool thread runs the job.
+    if (closed && queue.remove(job)) {
+      runQuietly(job);
+    }
   }
 
   /**
@@ -86,7 +106,11 @@ public final class ChecksumPool implements AutoCloseable {
     return workers.size();
   }
 
-  /** Finishes the queued jobs, then stops and joins every thread. Idempotent. */
+  /**
+   * Finishes the queued jobs, stops and joins every thread, then runs on this thread any job a
+   * racing {@link #submit} queued too late for the threads. Idempotent; any thread (a pool thread
+   * must not close its own pool: it would wait for itself).
+   */
   @Override
   public void close() {
     closed = true;
@@ -95,6 +119,24 @@ public final class ChecksumPool implements AutoCloseable {
     }
     for (Worker worker : workers) {
       Threads.joinUninterruptibly(worker.thread);
+    }
+    // The threads are gone: what is still queued was added after their stop marker (a later
+    // close's marker, too, which is skipped).
+    for (Worker worker : workers) {
+      Runnable job;
+      while ((job = worker.queue.poll()) != null) {
+        if (job != STOP) {
+          runQuietly(job);
+        }
+      }
+    }
+  }
+
+  private static void runQuietly(Runnable job) {
+    try {
+      job.run();
+    } catch (Throwable failure) {
+      LOG.log(Level.ERROR, "a checksum-pool job failed; the pool carries on", failure);
     }
   }
 
@@ -121,11 +163,7 @@ public final class ChecksumPool implements AutoCloseable {
         if (job == STOP) {
           return;
         }
-        try {
-          job.run();
-        } catch (Throwable failure) {
-          LOG.log(Level.ERROR, "a checksum-pool job failed; the pool carries on", failure);
-        }
+        runQuietly(job);
       }
     }
   }

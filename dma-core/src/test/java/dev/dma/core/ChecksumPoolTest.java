@@ -1,10 +1,16 @@
 package dev.dma.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -51,7 +57,7 @@ class ChecksumPoolTest {
   }
 
   @Test
-  void closeDrainsQueuedJobsThenDropsNewOnes() {
+  void closeDrainsQueuedJobsThenRunsNewOnesInline() {
     AtomicInteger ran = new AtomicInteger();
     ChecksumPool pool = new ChecksumPool(2);
     for (int i = 0; i < 1000; i++) {
@@ -60,8 +66,67 @@ class ChecksumPoolTest {
     pool.close();
     assertEquals(1000, ran.get());
     assertTrue(pool.isClosed());
-    pool.submit(ran::incrementAndGet);
+    // A shared pool closed before a service must not lose that service's completions.
+    Thread[] ranOn = new Thread[1];
+    pool.submit(
+        () -> {
+          ranOn[0] = Thread.currentThread();
+          ran.incrementAndGet();
+        });
+    assertEquals(1001, ran.get(), "a job submitted after close runs exactly once");
+    assertSame(Thread.currentThread(), ranOn[0], "inline, on the submitting thread");
     pool.close();
-    assertEquals(1000, ran.get());
+    assertEquals(1001, ran.get());
+  }
+
+  @Test
+  void jobsRacingCloseEachRunExactlyOnceAndNoThreadIsLeft() throws Exception {
+    int submitters = 4;
+    int perSubmitter = 20_000;
+    for (int round = 0; round < 20; round++) {
+      Set<Thread> before = poolThreads();
+      ChecksumPool pool = new ChecksumPool(2);
+      AtomicInteger ran = new AtomicInteger();
+      CountDownLatch start = new CountDownLatch(1);
+      List<Thread> threads = new ArrayList<>();
+      for (int s = 0; s < submitters; s++) {
+        Thread submitter =
+            new Thread(
+                () -> {
+                  try {
+                    start.await();
+                  } catch (InterruptedException e) {
+                    return;
+                  }
+                  for (int i = 0; i < perSubmitter; i++) {
+                    pool.submit(ran::incrementAndGet);
+                  }
+                });
+        submitter.start();
+        threads.add(submitter);
+      }
+      start.countDown();
+      // Close while the submitters are mid-stream, so some jobs land around the close.
+      Thread.sleep(round % 3);
+      assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+      for (Thread submitter : threads) {
+        submitter.join(20_000);
+        assertFalse(submitter.isAlive(), "a submitter stayed blocked");
+      }
+      assertEquals(submitters * perSubmitter, ran.get(), "round " + round + ": lost or doubled jobs");
+      Set<Thread> left = poolThreads();
+      left.removeAll(before);
+      assertEquals(Set.of(), left, "pool threads left alive after close");
+    }
+  }
+
+  private static Set<Thread> poolThreads() {
+    Set<Thread> threads = new HashSet<>();
+    for (Thread thread : Thread.getAllStackTraces().keySet()) {
+      if (thread.getName().startsWith("f-pool-") && thread.isAlive()) {
+        threads.add(thread);
+      }
+    }
+    return threads;
   }
 }

@@ -58,6 +58,12 @@ public final class LocalRegions implements AutoCloseable {
   private final RegionRegistry registry;
   private final long maxPinnedBytes;
   private final boolean required;
+  /**
+   * The one registration in progress (worker thread only, so one suffices and a miss allocates no
+   * claim): lets an overlapping invalidate stop it from being cached.
+   */
+  private final RegionRegistry.Claim claim = new RegionRegistry.Claim();
+
   /** Lowered by whichever thread deregisters, so atomic. */
   private final AtomicLong pinnedBytes = new AtomicLong();
 
@@ -126,7 +132,10 @@ public final class LocalRegions implements AutoCloseable {
    * context. A miss asks {@code context.cacheableSpan()} once; a span that contains the operand is
    * registered and tracked, so later operands inside it hit; a span that does not is ignored. If a
    * widened registration fails, the operand's own extent is registered instead (and still tracked,
-   * at its real extent, since the caller promised to invalidate the span around it).
+   * at its real extent, since the caller promised to invalidate the span around it). An {@link
+   * RegionRegistry#invalidate} overlapping the span between the miss and the tracking wins: the new
+   * registration is returned for this operation but not cached, and deregisters when its lease
+   * drops.
    *
    * @param address the operand's first byte
    * @param lengthBytes the operand's length, not negative
@@ -145,7 +154,7 @@ public final class LocalRegions implements AutoCloseable {
     if (address < 0 || lengthBytes < 0 || end < address) {
       throw DmaException.fabric("local operand range overflows");
     }
-    Registration hit = registry.covering(this, address, end);
+    Registration hit = registry.covering(this, address, end, claim);
     if (hit != null) {
       HITS.setOpaque(this, hits + 1);
       return hit;
@@ -156,29 +165,38 @@ public final class LocalRegions implements AutoCloseable {
       checkLength(lengthBytes);
       return register(address, lengthBytes, true);
     }
-    Registration registration = null;
-    if (span.base() != address || span.end() != end) {
-      try {
-        registration = register(span.base(), span.lengthBytes(), true);
-      } catch (DmaException widenedFailed) {
-        // Pinning the whole span is an optimisation: the operand alone may still register (and
-        // fit under the bound), so this one transfer need not fail.
-        registration = null;
+    // The span contains the operand, so one claim over it covers the fallback registration too.
+    registry.open(claim, span.base(), span.end(), true);
+    try {
+      Registration registration = null;
+      if (span.base() != address || span.end() != end) {
+        try {
+          registration = register(span.base(), span.lengthBytes(), true);
+        } catch (DmaException widenedFailed) {
+          // Pinning the whole span is an optimisation: the operand alone may still register (and
+          // fit under the bound), so this one transfer need not fail.
+          registration = null;
+        }
       }
+      if (registration == null) {
+        checkLength(lengthBytes);
+        registration = register(address, lengthBytes, true);
+      }
+      // False when an invalidate overlapped the span since the miss: the pages may be freed and
+      // reused, so this registration serves this operation only and deregisters with its lease.
+      registry.trackClaimed(this, registration, claim);
+      return registration;
+    } finally {
+      registry.abandon(claim); // a no-op unless a registration threw
     }
-    if (registration == null) {
-      checkLength(lengthBytes);
-      registration = register(address, lengthBytes, true);
-    }
-    registry.track(this, registration);
-    return registration;
   }
 
   /**
    * Registers {@code [base, base + lengthBytes)} and tracks it with the registry as its sole holder
    * (behind the service's {@code register}): operands inside it hit, and it lives until the region's
-   * owner invalidates it or this endpoint closes. Never evicted. Worker thread only; a no-op when
-   * the endpoint needs no local registration.
+   * owner invalidates it or this endpoint closes. Never evicted. An invalidate overlapping it while
+   * it registers wins: it is deregistered before this returns. Worker thread only; a no-op when the
+   * endpoint needs no local registration.
    *
    * @param base the first byte
    * @param lengthBytes the length, positive
@@ -194,10 +212,17 @@ public final class LocalRegions implements AutoCloseable {
       throw DmaException.fabric("pinned region range overflows");
     }
     checkLength(lengthBytes);
-    Registration registration = register(base, lengthBytes, false);
-    registry.track(this, registration);
-    // The registry's lease is now the only one: the region's invalidate or close deregisters.
-    registration.release();
+    registry.open(claim, base, base + lengthBytes, false);
+    try {
+      Registration registration = register(base, lengthBytes, false);
+      // Untracked when the region's owner invalidated it meanwhile: then the release below is the
+      // last lease and deregisters at once, as the invalidate would have.
+      registry.trackClaimed(this, registration, claim);
+      // The registry's lease is now the only one: the region's invalidate or close deregisters.
+      registration.release();
+    } finally {
+      registry.abandon(claim); // a no-op unless the registration threw
+    }
   }
 
   /**

@@ -32,12 +32,45 @@ import java.util.concurrent.locks.ReentrantLock;
  * a wider one: that costs an extra registration, never a wrong descriptor. An entry lives until
  * invalidated, its domain is cleared, another entry replaces it at the same base, or (evictable
  * entries only) {@link LocalRegions} evicts it to respect its pinned-bytes bound.
+ *
+ * <h2>Registrations in progress</h2>
+ *
+ * A miss is registered outside the lock (a system call; a re-entrant free must not deadlock on
+ * it) and tracked afterwards. An {@code invalidate} in that window would find nothing to retire,
+ * and the registration, over pages the owner has since given back, would then be cached and
+ * served. So the registering side holds a {@link Claim} over the range it registers, from the miss
+ * until it tracks: every invalidate overlapping an open claim marks it, and {@link
+ * #trackClaimed} refuses to cache a marked one (the registration then serves its one operation and
+ * deregisters when that lease drops). An invalidate between the miss and the claim's opening (the
+ * context's {@code cacheableSpan()} call) is caught by an invalidation count recorded at the miss:
+ * any invalidate in that short gap marks the claim, overlapping or not.
  */
 public final class RegionRegistry {
   private static final RegionRegistry GLOBAL = new RegionRegistry();
 
   private final ReentrantLock lock = new ReentrantLock();
   private final IdentityHashMap<Object, DomainMap> domains = new IdentityHashMap<>();
+  /** Calls of {@link #invalidate} so far. Guarded by the lock. */
+  private long invalidations;
+  /** The open claims, linked through {@link Claim#next}. Guarded by the lock. */
+  private Claim openClaims;
+
+  /**
+   * A registration in progress over {@code [start, end)}: marked by every {@link #invalidate}
+   * that overlaps it while open. Owned by one registering thread (a {@link LocalRegions} keeps one
+   * and reuses it, on its worker), so it never allocates; its fields are guarded by the registry's
+   * lock, except that only the owner writes {@code open}, so the owner may read it unlocked.
+   */
+  static final class Claim {
+    long start;
+    long end;
+    /** {@link #invalidations} at the miss that led to this claim. */
+    long invalidationsAtMiss;
+    boolean invalidated;
+    boolean open;
+    Claim next;
+    Claim prev;
+  }
 
   /** An empty registry, for tests; production code uses {@link #global()}. */
   public RegionRegistry() {}
@@ -63,24 +96,116 @@ public final class RegionRegistry {
     Registration replaced;
     lock.lock();
     try {
-      if (registration.tracked) {
-        // Already the registry's (in this or another domain): a second lease would never drop.
-        return;
-      }
-      DomainMap map = domains.get(domain);
-      if (map == null) {
-        map = new DomainMap();
-        domains.put(domain, map);
-      }
-      // The caller holds a lease, so the count is positive and this cannot resurrect it.
-      registration.retain();
-      replaced = map.put(registration);
+      replaced = trackLocked(domain, registration);
     } finally {
       lock.unlock();
     }
     if (replaced != null) {
       replaced.release();
     }
+  }
+
+  /**
+   * Opens a claim over {@code [start, end)} before registering that range outside the lock. Call
+   * {@link #trackClaimed} or {@link #abandon} afterwards. Any thread; never allocates.
+   *
+   * @param claim the caller's claim, not open
+   * @param start the first byte to be registered
+   * @param end one past the last
+   * @param sinceMiss true when {@code claim} went through {@link #covering(Object, long, long,
+   *     Claim)}: any invalidate since that miss marks the claim (its range is not known, so
+   *     overlap is assumed); false to start the claim now
+   */
+  void open(Claim claim, long start, long end, boolean sinceMiss) {
+    lock.lock();
+    try {
+      claim.start = start;
+      claim.end = end;
+      claim.invalidated = sinceMiss && invalidations != claim.invalidationsAtMiss;
+      claim.open = true;
+      claim.prev = null;
+      claim.next = openClaims;
+      if (openClaims != null) {
+        openClaims.prev = claim;
+      }
+      openClaims = claim;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Closes a claim and tracks the registration made under it, unless an invalidate overlapped the
+   * claim while it was open: then nothing is tracked and the caller's lease stays the only one, so
+   * the registration deregisters when it drops. Any thread; never allocates.
+   *
+   * @param domain the domain key
+   * @param registration a registration the caller holds a lease on, inside the claim's range
+   * @param claim the open claim it was registered under
+   * @return whether it was tracked (false: an invalidate won)
+   */
+  boolean trackClaimed(Object domain, Registration registration, Claim claim) {
+    Registration replaced;
+    lock.lock();
+    try {
+      unlink(claim);
+      if (claim.invalidated) {
+        return false;
+      }
+      replaced = trackLocked(domain, registration);
+    } finally {
+      lock.unlock();
+    }
+    if (replaced != null) {
+      replaced.release();
+    }
+    return true;
+  }
+
+  /**
+   * Closes a claim whose registration failed. A no-op when not open. Any thread.
+   *
+   * @param claim the claim
+   */
+  void abandon(Claim claim) {
+    if (!claim.open) {
+      return; // only the owner opens and closes it, so this unlocked read is its own write
+    }
+    lock.lock();
+    try {
+      unlink(claim);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void unlink(Claim claim) {
+    if (claim.prev == null) {
+      openClaims = claim.next;
+    } else {
+      claim.prev.next = claim.next;
+    }
+    if (claim.next != null) {
+      claim.next.prev = claim.prev;
+    }
+    claim.prev = null;
+    claim.next = null;
+    claim.open = false;
+  }
+
+  private Registration trackLocked(Object domain, Registration registration) {
+    if (registration.tracked) {
+      // Already the registry's (in this or another domain): a second lease would never drop.
+      return null;
+    }
+    DomainMap map = domains.get(domain);
+    if (map == null) {
+      map = new DomainMap();
+      domains.put(domain, map);
+    }
+    // The caller holds a lease, so the count is positive and this cannot resurrect it.
+    registration.retain();
+    return map.put(registration);
   }
 
   /**
@@ -95,8 +220,27 @@ public final class RegionRegistry {
    * @return a retained registration the caller must release exactly once, or {@code null}
    */
   public Registration covering(Object domain, long start, long end) {
+    return covering(domain, start, end, null);
+  }
+
+  /**
+   * As {@link #covering(Object, long, long)}, and on a miss records in {@code onMiss} how many
+   * invalidates there have been, so {@link #open} can tell whether one ran before it. Never
+   * allocates.
+   *
+   * @param domain the domain key
+   * @param start the first byte of the operand
+   * @param end one past its last byte
+   * @param onMiss the caller's claim, or {@code null}
+   * @return a retained registration, or {@code null}
+   */
+  Registration covering(Object domain, long start, long end, Claim onMiss) {
     lock.lock();
     try {
+      if (onMiss != null) {
+        // Written on hits too: cheaper than a branch, and only a miss reads it.
+        onMiss.invalidationsAtMiss = invalidations;
+      }
       DomainMap map = domains.get(domain);
       if (map == null) {
         return null;
@@ -122,7 +266,9 @@ public final class RegionRegistry {
    * Retires every entry, in every domain, overlapping {@code [start, end)} ({@code base < end &&
    * start < entry end}). Retirement is immediate: no operand can bind to a retired entry once this
    * returns, or even once it takes the lock. Deregistration follows when the last lease drops,
-   * which may be after in-flight transfers complete. Any thread, including allocator callbacks.
+   * which may be after in-flight transfers complete. A registration still in progress over the
+   * range (see the class comment) is marked so it is never cached. Any thread, including allocator
+   * callbacks.
    *
    * @param start the first byte of the range
    * @param end one past its last byte
@@ -132,6 +278,12 @@ public final class RegionRegistry {
     List<Registration> retired = null;
     lock.lock();
     try {
+      invalidations++;
+      for (Claim claim = openClaims; claim != null; claim = claim.next) {
+        if (claim.start < end && start < claim.end) {
+          claim.invalidated = true;
+        }
+      }
       for (DomainMap map : domains.values()) {
         retired = map.removeOverlapping(start, end, retired);
       }

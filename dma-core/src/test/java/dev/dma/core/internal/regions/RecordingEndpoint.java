@@ -34,6 +34,12 @@ public final class RecordingEndpoint implements FabricEndpoint {
   /** A simulated RLIMIT_MEMLOCK: registering past it fails with -FI_ENOMEM, like ibv_reg_mr. */
   public volatile long memlockBytes = Long.MAX_VALUE;
 
+  /**
+   * Runs at the start of every {@link #register} call, on the registering thread, when set: lets a
+   * test hold a registration in progress (on a latch) while another thread invalidates.
+   */
+  public volatile Runnable beforeRegister;
+
   /** What {@link #removePeer} returns. */
   public volatile int removePeerCode;
 
@@ -52,6 +58,10 @@ public final class RecordingEndpoint implements FabricEndpoint {
 
   @Override
   public long register(long address, long lengthBytes) {
+    Runnable hook = beforeRegister;
+    if (hook != null) {
+      hook.run();
+    }
     registerCalls.incrementAndGet();
     if (lengthBytes <= 0) {
       faults.add("registered " + lengthBytes + " bytes");
