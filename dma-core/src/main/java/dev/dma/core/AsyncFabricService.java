@@ -101,7 +101,9 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
             request.remoteAddress(),
             request.direction(),
             request.wantChecksum(),
-            pending);
+            pending,
+            request.remoteBase(),
+            request.remoteLength());
     switch (inner.offer(wrapped)) {
       case ACCEPTED -> {}
       case FULL ->

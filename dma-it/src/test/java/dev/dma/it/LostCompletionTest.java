@@ -160,6 +160,62 @@ class LostCompletionTest {
     assertEquals("crc " + Checksums.crc32c(whole), crc, "the target's bytes");
   }
 
+  /**
+   * shm checks neither keys nor bounds, so a write straddling the end of the target's buffer
+   * would land past it: the advertised length (the advertisement's fourth field) refuses it
+   * before anything is posted.
+   */
+  @org.junit.jupiter.api.Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void aWritePastTheAdvertisedEndIsRefusedBeforePostingOnShm() throws Exception {
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    Process child =
+        new ProcessBuilder(
+                List.of(
+                    java,
+                    "--enable-native-access=ALL-UNNAMED",
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    TargetProcess.class.getName(),
+                    "libfabric:shm",
+                    "-",
+                    Integer.toString(SIZE)))
+            .redirectError(ProcessBuilder.Redirect.INHERIT)
+            .start();
+    Collector<Buffer> completions = new Collector<>();
+    try (Arena arena = Arena.ofShared();
+        FabricService<Buffer> service =
+            FabricService.<Buffer>builder(
+                    DmaConfiguration.builder().providers("libfabric:shm").build())
+                .completer(completions)
+                .start();
+        BufferedReader out =
+            new BufferedReader(
+                new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+        PrintWriter in = new PrintWriter(child.getOutputStream(), true, StandardCharsets.UTF_8)) {
+      String first = readLine(out);
+      Advertisement ad = Advertisement.fromFields(List.of(first.substring(14).split(" ")));
+      assertEquals(SIZE, ad.lengthBytes(), "the target advertised its length");
+      MemorySegment local = arena.allocate(4096, 4096);
+      TransferRequest<Buffer> straddling =
+          TransferRequest.builder(new Buffer(1, local))
+              .clientId(1)
+              .advertisement(ad)
+              .remoteAddress(ad.remoteAddress() + SIZE - 100)
+              .direction(Direction.TO_PEER)
+              .build();
+      assertTrue(service.submit(straddling));
+      Completion<Buffer> refused = completions.take();
+      assertFalse(refused.outcome().isDone());
+      assertEquals(DmaException.Reason.BAD_REQUEST, refused.outcome().error().reason());
+      in.println("quit");
+    } finally {
+      if (!child.waitFor(30, TimeUnit.SECONDS)) {
+        child.destroyForcibly();
+      }
+    }
+  }
+
   /** One line from the child, within 20 s. */
   private static String readLine(BufferedReader out) throws Exception {
     String line =

@@ -877,7 +877,11 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     long mr = registerMemory(segment.address(), segment.byteSize(), access, "fi_mr_reg(expose)");
     long key = Native.word(mr + Abi.MR_KEY);
     Advertisement advertisement =
-        new Advertisement(localAddress, key, virtualAddressing ? segment.address() : 0);
+        new Advertisement(
+            localAddress,
+            key,
+            virtualAddressing ? segment.address() : 0,
+            segment.byteSize() > 0 ? segment.byteSize() : Advertisement.UNKNOWN_LENGTH);
     return new Exposed(mr, advertisement);
   }
 

@@ -1301,7 +1301,11 @@ public final class FakeEndpoint implements FabricEndpoint {
 
     @Override
     public Advertisement advertisement() {
-      return new Advertisement(owner.address, key, virtual ? base : 0);
+      return new Advertisement(
+          owner.address,
+          key,
+          virtual ? base : 0,
+          lengthBytes > 0 ? lengthBytes : Advertisement.UNKNOWN_LENGTH);
     }
 
     @Override

@@ -628,13 +628,24 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
                       callerBug))));
       return;
     }
+    long lengthBytes = Operands.lengthOf(request.direction(), operand);
+    String outside = request.outOfBoundsReason(lengthBytes);
+    if (outside != null) {
+      // Known bad before posting: the only protection where the provider checks neither keys nor
+      // bounds (shm), and a torn-down connection spared elsewhere (tcp;ofi_rxm).
+      DmaException badRequest = DmaException.fabric(DmaException.Reason.BAD_REQUEST, outside);
+      releaseOutstanding();
+      countFailure(badRequest);
+      completions.add(new Completion<>(context, Outcome.failed(badRequest)));
+      return;
+    }
     Op<T> op = spareOps.pollFirst();
     if (op == null) {
       op = new Op<>();
     }
     op.request = request;
     op.operand = operand;
-    op.lengthBytes = Operands.lengthOf(request.direction(), operand);
+    op.lengthBytes = lengthBytes;
     op.stalled = false;
     op.expired = false;
     op.retries = 0;

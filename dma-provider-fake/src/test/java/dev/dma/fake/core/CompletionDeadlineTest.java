@@ -419,6 +419,32 @@ class CompletionDeadlineTest {
   // -------------------------------------------------------------------------- post path
 
   @Test
+  void aTransferOutsideTheAdvertisedLengthFailsBeforePosting() throws Exception {
+    start(builder -> builder);
+    assertEquals(1 << 16, liveAd.lengthBytes());
+    Advertisement nearEnd =
+        new Advertisement(
+            liveAd.address(), liveAd.remoteKey(), liveAd.remoteAddress(), liveAd.lengthBytes());
+    TransferRequest<Buffer> straddling =
+        TransferRequest.builder(pattern(1, 4096, 1))
+            .clientId(LIVE)
+            .advertisement(nearEnd)
+            .remoteAddress(liveAd.remoteAddress() + (1 << 16) - 100)
+            .direction(Direction.TO_PEER)
+            .build();
+    long postsBefore = fabric.counters().postAttempts();
+    assertTrue(service.submit(straddling));
+    DmaException error = error(recorder.take());
+    assertEquals(Reason.BAD_REQUEST, error.reason());
+    assertTrue(error.getMessage().contains("outside the advertised region"), error.getMessage());
+    assertEquals(postsBefore, fabric.counters().postAttempts());
+    assertTrue(allZero(liveMemory));
+    // The client is not marked dead by its own bad request.
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(2, 64, 1))));
+    assertTrue(recorder.take().outcome().isDone());
+  }
+
+  @Test
   void aRuntimeExceptionFromThePostPathStillCompletesThatTransferOnly() throws Exception {
     start(builder -> builder);
     fabric
