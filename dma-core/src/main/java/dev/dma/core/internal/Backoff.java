@@ -48,19 +48,26 @@ public final class Backoff {
     parkNs = MIN_PARK_NS;
   }
 
-  /** One idle pass: spins, yields or parks according to how many idle passes came before. */
-  public void idle() {
+  /**
+   * One idle pass: spins, yields or parks according to how many idle passes came before.
+   *
+   * @return whether it parked (time passed that a caller keeping a coarse clock should read)
+   */
+  public boolean idle() {
     int passes = idlePasses;
     if (passes < SPINS) {
       idlePasses = passes + 1;
       Thread.onSpinWait();
-    } else if (passes < SPINS + YIELDS) {
+      return false;
+    }
+    if (passes < SPINS + YIELDS) {
       idlePasses = passes + 1;
       Thread.yield();
-    } else {
-      channel.parkNanos(parkNs);
-      parkNs = Math.min(MAX_PARK_NS, parkNs << 1);
+      return false;
     }
+    channel.parkNanos(parkNs);
+    parkNs = Math.min(MAX_PARK_NS, parkNs << 1);
+    return true;
   }
 
   /**

@@ -123,14 +123,20 @@ public final class WorkerChannel {
     return closed && inside.get() == 0 && queue.isEmpty() && overflow.isEmpty();
   }
 
-  /** Blocks until a message may be ready or the channel closes. Worker only. */
-  public void park() {
+  /**
+   * Blocks until a message may be ready or the channel closes. Worker only.
+   *
+   * @return whether it blocked (false when a message was already there)
+   */
+  public boolean park() {
     parked = true;
     VarHandle.fullFence();
-    if (queue.isEmpty() && !closed) {
+    boolean blocked = queue.isEmpty() && !closed;
+    if (blocked) {
       LockSupport.park(this);
     }
     parked = false;
+    return blocked;
   }
 
   /**
