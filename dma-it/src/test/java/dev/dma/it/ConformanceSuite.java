@@ -38,6 +38,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * real bytes checked by CRC-32C against the target's memory, and the failure cases that must fail
  * one transfer and nothing else.
  */
+// No case may hang a build: each is bounded (a case once never finished closing on sockets).
+@org.junit.jupiter.api.Timeout(value = 120, unit = TimeUnit.SECONDS)
 abstract class ConformanceSuite {
   protected Arena arena;
   protected FabricService<Buffer> service;
@@ -52,6 +54,14 @@ abstract class ConformanceSuite {
 
   /** Checks how a transfer to {@link #deadPeerAddress()} failed; by default any failure will do. */
   protected void deadPeerFailure(DmaException error) {}
+
+  /**
+   * Whether the provider enforces a region's access rights (shm does not: it trusts every local
+   * peer, so a write to a read-only region lands).
+   */
+  protected boolean enforcesAccess() {
+    return true;
+  }
 
   /** Whether 32 garbage bytes shaped like an address are refused (EFA accepts any GID). */
   protected boolean garbageAddressRefused() {
@@ -308,14 +318,31 @@ abstract class ConformanceSuite {
       victim.insertPeer(service.localAddress());
       MemorySegment exposed = arena.allocate(4096, 4096);
       Advertisement ad = victim.expose(exposed, true, remoteWrite).advertisement();
+      // The advertised length rides along, as a real client's advertisement carries it: a range
+      // outside it is then refused before posting (the only check there is on shm).
       Advertisement bad =
-          new Advertisement(ad.address(), ad.remoteKey() + keyDelta, ad.remoteAddress() + addressDelta);
+          new Advertisement(
+              ad.address(),
+              ad.remoteKey() + keyDelta,
+              ad.remoteAddress(),
+              ad.lengthBytes());
       MemorySegment local = arena.allocate(length);
       local.fill((byte) 0x5a);
-      assertTrue(service.submit(request(30, bad, Direction.TO_PEER, new Buffer(1, local))));
+      TransferRequest<Buffer> badRequest =
+          TransferRequest.builder(new Buffer(1, local))
+              .clientId(30)
+              .advertisement(bad)
+              .remoteAddress(ad.remoteAddress() + addressDelta)
+              .direction(Direction.TO_PEER)
+              .build();
+      assertTrue(service.submit(badRequest));
       Completion<Buffer> failed = completions.take();
       assertFalse(failed.outcome().isDone(), "a bad RMA completed successfully");
-      assertEquals(DmaException.Kind.TRANSFER, failed.outcome().error().kind());
+      DmaException error = failed.outcome().error();
+      assertTrue(
+          error.kind() == DmaException.Kind.TRANSFER
+              || error.reason() == DmaException.Reason.BAD_REQUEST,
+          error::toString);
       assertEquals(
           Checksums.crc32c(new byte[4096]), Checksums.crc32c(exposed), "the refused write landed");
     } finally {
@@ -343,6 +370,7 @@ abstract class ConformanceSuite {
 
   @Test
   void aRegionExposedWithoutWriteAccessRefusesWrites() throws Exception {
+    assumeTrue(enforcesAccess(), "this provider trusts every peer with every region");
     failsAloneThenServiceServes(false, 0, 0, 64);
   }
 

@@ -288,4 +288,36 @@ class TelemetryTest {
     assertEquals(125L, failed.getAttributes().get(AttributeKey.longKey("dma.fabric_errno")));
     assertEquals(107L, failed.getAttributes().get(AttributeKey.longKey("dma.provider_errno")));
   }
+
+  @Test
+  void aLostCompletionCountsOneCompletionDeadlineFailureAndOneReset() throws Exception {
+    try (FakeFabric fabric = FakeFabric.create("telemetry-deadline")) {
+      FakeEndpoint target = fabric.openEndpoint();
+      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Collector<Buffer> completions = new Collector<>();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder()
+              .providers("fake")
+              .interfaces(List.of(fabric.name()))
+              .completionDeadline(Duration.ofMillis(100))
+              .build();
+      fabric.script().loseCompletions(OpMatcher.nth(1));
+      try (FabricService<Buffer> service =
+          FabricService.<Buffer>builder(configuration)
+              .completer(completions)
+              .openTelemetry(sdk)
+              .start()) {
+        assertTrue(
+            service.submit(
+                TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(1, arena.allocate(64)))));
+        Completion<Buffer> lost = completions.take();
+        assertEquals(dev.dma.api.DmaException.Reason.DEADLINE, lost.outcome().error().reason());
+        Collection<MetricData> all = metrics.collectAllMetrics();
+        assertEquals(1, sum(all, "dma.completion_deadline_failures", Attributes.empty()));
+        assertEquals(1, sum(all, "dma.endpoint_resets", Attributes.empty()));
+        assertEquals(0, sum(all, "dma.progress_deadline_failures", Attributes.empty()));
+      }
+      target.close();
+    }
+  }
 }

@@ -95,7 +95,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // completion (removalFlushes) or for the endpoint reset that discards them.
   private int expiredInFlight;
   private long flushDeadlineNs;
-  private long resets;
   // Clients whose transfer passed a deadline, with the error their later transfers fail with at
   // once, until addPeer or removePeer. Empty (and never looked up) on a healthy server.
   private final LongObjectMap<DmaException> deadPeers = new LongObjectMap<>();
@@ -393,7 +392,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         expiredInFlight++;
         expiredNow = true;
         if (telemetry.metrics) {
-          telemetry.deadlineFailures.add(1, telemetry.device);
+          telemetry.completionDeadlineFailures.add(1, telemetry.device);
         }
         long clientId = op.client.id;
         if (deadPeers.get(clientId) == null) {
@@ -473,8 +472,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       throw new IllegalStateException(
           "the endpoint could not be reset after " + why + ": " + cannot, cannot);
     }
-    resets++;
     expiredInFlight = 0;
+    if (telemetry.metrics) {
+      telemetry.endpointResets.add(1, telemetry.device);
+    }
     int retried = 0;
     int failed = 0;
     ArrayDeque<Op<T>> again = new ArrayDeque<>();
@@ -555,15 +556,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
   }
 
-  /**
-   * How many times this worker reset its endpoint. Worker thread (tests read it after the worker
-   * stopped, or through telemetry).
-   *
-   * @return the count
-   */
-  public long resets() {
-    return resets;
-  }
 
   /** Drains the channel without blocking; returns whether it is closed and drained. */
   private boolean intake() {

@@ -59,6 +59,8 @@ public final class Telemetry {
   final LongCounter errors;
   final LongCounter stalls;
   final LongCounter deadlineFailures;
+  final LongCounter completionDeadlineFailures;
+  final LongCounter endpointResets;
   final DoubleHistogram latency;
   private final Meter meter;
   private final List<AutoCloseable> callbacks = new ArrayList<>();
@@ -103,6 +105,16 @@ public final class Telemetry {
         meter
             .counterBuilder("dma.progress_deadline_failures")
             .setDescription("Transfers failed at the progress deadline")
+            .build();
+    this.completionDeadlineFailures =
+        meter
+            .counterBuilder("dma.completion_deadline_failures")
+            .setDescription("Posted transfers failed at the completion deadline")
+            .build();
+    this.endpointResets =
+        meter
+            .counterBuilder("dma.endpoint_resets")
+            .setDescription("Endpoint resets that recovered from completions that did not come")
             .build();
     this.latency =
         meter
