@@ -75,15 +75,22 @@ public final class DmaException extends RuntimeException {
      *
      * @param fabricErrno a positive {@code FI_E*} / errno value, or 0
      * @return {@link #ACCESS_DENIED} for {@code EACCES}, {@code EPERM}, {@code FI_ENOKEY} and {@code
-     *     FI_EKEYREJECTED}; {@link #PEER_UNREACHABLE} for refused, reset, unreachable, timed-out and
-     *     not-connected errors; {@link #PROVIDER} otherwise
+     *     FI_EKEYREJECTED}; {@link #PEER_UNREACHABLE} for refused, reset, aborted, broken-pipe,
+     *     unreachable, host-down, timed-out and not-connected errors; {@link #PROVIDER} otherwise
+     *     (the values are {@link Errno}'s)
      */
     public static Reason ofErrno(int fabricErrno) {
       return switch (Math.abs(fabricErrno)) {
-        case 1, 13, 266, 267 -> ACCESS_DENIED; // EPERM, EACCES, FI_ENOKEY, FI_EKEYREJECTED
-        case 32, 103, 104, 107, 110, 111, 112, 113 ->
-            // EPIPE, ECONNABORTED, ECONNRESET, ENOTCONN, ETIMEDOUT, ECONNREFUSED, EHOSTDOWN,
-            // EHOSTUNREACH
+        case Errno.FI_EPERM, Errno.FI_EACCES, Errno.FI_ENOKEY, Errno.FI_EKEYREJECTED ->
+            ACCESS_DENIED;
+        case Errno.EPIPE,
+                Errno.FI_ECONNABORTED,
+                Errno.FI_ECONNRESET,
+                Errno.FI_ENOTCONN,
+                Errno.FI_ETIMEDOUT,
+                Errno.FI_ECONNREFUSED,
+                Errno.FI_EHOSTDOWN,
+                Errno.FI_EHOSTUNREACH ->
             PEER_UNREACHABLE;
         default -> PROVIDER;
       };

@@ -99,8 +99,10 @@ public interface FabricEndpoint extends AutoCloseable {
    * @param lengthBytes the length, positive
    * @return a non-zero registration handle, to pass to {@link #descriptor(long)} and {@link
    *     #deregister(long)}
-   * @throws DmaException of kind {@link DmaException.Kind#FABRIC}, for example {@code
-   *     fi_mr_reg(operand): Cannot allocate memory (-12)}
+   * @throws DmaException of kind {@link DmaException.Kind#FABRIC} carrying libfabric's error
+   *     number as {@link DmaException#fabricErrno()}, for example {@code fi_mr_reg(operand): Cannot
+   *     allocate memory (-12)} with {@link dev.dma.api.Errno#FI_ENOMEM}, which the registration
+   *     cache answers by evicting idle spans and retrying (it decides on the number, not the text)
    */
   long register(long address, long lengthBytes);
 

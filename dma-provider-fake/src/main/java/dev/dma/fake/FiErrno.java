@@ -1,73 +1,75 @@
 package dev.dma.fake;
 
+import dev.dma.api.Errno;
+
 /**
  * libfabric's error numbers and texts, as the fake reports them: the {@code FI_E*} values a test
  * scripts faults with, {@link #text(int)} (what {@code fi_strerror} prints on Linux) and {@link
  * #completionMessage(int, int, String)} (the exact message of a completion error entry). Stateless
- * and thread-safe.
+ * and thread-safe. The numbers are {@link Errno}'s, under the short names tests script with.
  */
 public final class FiErrno {
   /** {@code FI_ENOENT}: an unknown address or entry. */
-  public static final int ENOENT = 2;
+  public static final int ENOENT = Errno.FI_ENOENT;
 
   /** {@code FI_EIO}: an I/O error (sockets fails every op of a closed peer with it). */
-  public static final int EIO = 5;
+  public static final int EIO = Errno.FI_EIO;
 
   /** {@code FI_EAGAIN}: not now, retry after reaping; {@link dev.dma.spi.FabricEndpoint#AGAIN}. */
-  public static final int EAGAIN = 11;
+  public static final int EAGAIN = Errno.FI_EAGAIN;
 
   /** {@code FI_ENOMEM}: out of memory, for example no more pinnable memory for a registration. */
-  public static final int ENOMEM = 12;
+  public static final int ENOMEM = Errno.FI_ENOMEM;
 
   /** {@code FI_EACCES}: a bad remote key, bounds or access rights (the sockets provider). */
-  public static final int EACCES = 13;
+  public static final int EACCES = Errno.FI_EACCES;
 
   /** {@code FI_EBUSY}: device or resource busy. */
-  public static final int EBUSY = 16;
+  public static final int EBUSY = Errno.FI_EBUSY;
 
   /**
    * {@code FI_EINVAL}: an invalid argument; what the fake's posts return for a contract violation.
    */
-  public static final int EINVAL = 22;
+  public static final int EINVAL = Errno.FI_EINVAL;
 
   /** {@code FI_ENOSYS}: not implemented. */
-  public static final int ENOSYS = 38;
+  public static final int ENOSYS = Errno.FI_ENOSYS;
 
   /** {@code FI_ECONNABORTED}: EFA's unresponsive remote. */
-  public static final int ECONNABORTED = 103;
+  public static final int ECONNABORTED = Errno.FI_ECONNABORTED;
 
   /** {@code FI_ECONNRESET}: connection reset by peer. */
-  public static final int ECONNRESET = 104;
+  public static final int ECONNRESET = Errno.FI_ECONNRESET;
 
   /** {@code FI_ENOTCONN}: not connected (tcp after a peer closed; EFA's unknown peer). */
-  public static final int ENOTCONN = 107;
+  public static final int ENOTCONN = Errno.FI_ENOTCONN;
 
   /** {@code FI_ETIMEDOUT}: timed out. */
-  public static final int ETIMEDOUT = 110;
+  public static final int ETIMEDOUT = Errno.FI_ETIMEDOUT;
 
   /** {@code FI_ECONNREFUSED}: connection refused. */
-  public static final int ECONNREFUSED = 111;
+  public static final int ECONNREFUSED = Errno.FI_ECONNREFUSED;
 
   /** {@code FI_EHOSTUNREACH}: EFA's unreachable remote. */
-  public static final int EHOSTUNREACH = 113;
+  public static final int EHOSTUNREACH = Errno.FI_EHOSTUNREACH;
 
   /** {@code FI_ECANCELED}: canceled or flushed (tcp when the peer closed; EFA's FLUSHED). */
-  public static final int ECANCELED = 125;
+  public static final int ECANCELED = Errno.FI_ECANCELED;
 
   /** {@code FI_EOTHER}: libfabric's unspecified error, the first of its own codes. */
-  public static final int EOTHER = 256;
+  public static final int EOTHER = Errno.FI_EOTHER;
 
   /** {@code FI_EAVAIL}: an error entry is available on the CQ. */
-  public static final int EAVAIL = 259;
+  public static final int EAVAIL = Errno.FI_EAVAIL;
 
   /** {@code FI_ENOKEY}: a requested memory-registration key is taken. */
-  public static final int ENOKEY = 266;
+  public static final int ENOKEY = Errno.FI_ENOKEY;
 
   /** {@code FI_ENORX}: receiver not ready (EFA's RNR). */
-  public static final int ENORX = 269;
+  public static final int ENORX = Errno.FI_ENORX;
 
   /** libfabric's own codes start here ({@code FI_ERRNO_OFFSET}); below it they are errno values. */
-  private static final int FI_ERRNO_OFFSET = 256;
+  private static final int FI_ERRNO_OFFSET = Errno.FI_ERRNO_OFFSET;
 
   // fi_strerror's table for its own codes, FI_EOTHER (256) to FI_ENOMR (270), in order.
   private static final String[] FABRIC_TEXTS = {

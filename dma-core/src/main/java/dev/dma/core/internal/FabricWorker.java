@@ -6,6 +6,7 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaException;
+import dev.dma.api.Errno;
 import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
 import dev.dma.api.TransferDone;
@@ -896,7 +897,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    */
   static boolean isConnectionLevel(int errno) {
     return switch (errno) {
-      case 32, 103, 104, 107 -> true; // EPIPE, ECONNABORTED, ECONNRESET, ENOTCONN
+      case Errno.EPIPE, Errno.FI_ECONNABORTED, Errno.FI_ECONNRESET, Errno.FI_ENOTCONN -> true;
       default -> false;
     };
   }

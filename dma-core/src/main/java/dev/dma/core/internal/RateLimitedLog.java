@@ -3,9 +3,11 @@ package dev.dma.core.internal;
 import java.lang.System.Logger.Level;
 
 /**
- * Warnings the worker survives (completion-queue read failures, address-vector removals that
- * failed), rate-limited so a storm cannot flood the log: at most {@value #BURST} per {@value
- * #WINDOW_SECONDS} s, then one line saying how many were suppressed.
+ * Warnings the worker survives and that can repeat every pass (completion-queue read failures, a
+ * reaped slot that holds no operation), rate-limited so a storm cannot flood the log: at most
+ * {@value #BURST} per {@value #WINDOW_SECONDS} s, then one line saying how many were suppressed.
+ * Address-vector warnings (a failed {@code fi_av_remove}, a failed re-insert after a reset, a
+ * recycled client id) are not limited here: the peer table logs them directly, once per event.
  *
  * <p>Threads: one owner thread (the fabric worker).
  */

@@ -1,5 +1,7 @@
 package dev.dma.libfabric.internal;
 
+import dev.dma.api.Errno;
+
 /**
  * Every struct offset, struct size and constant the binding uses, for x86_64 LP64 and the libfabric
  * 1.x/2.x ABI (offsets of these fields are unchanged from 1.17 to 2.x; newer versions only append).
@@ -466,47 +468,128 @@ public final class Abi {
   @C("FI_ADDR_NOTAVAIL")
   public static final long FI_ADDR_NOTAVAIL = -1L;
 
-  // ---- errors (returned negated) ----
+  // ---- errors (positive; returned negated) ----
+  // Every constant of dev.dma.api.Errno, the one home of these numbers, mirrored here so that
+  // AbiTest checks each against the headers; the binding uses these names.
+  /** {@code FI_EPERM}: operation not permitted. */
+  @C("FI_EPERM")
+  public static final int FI_EPERM = Errno.FI_EPERM;
 
-  /** {@code FI_ENOENT}. */
+  /** {@code FI_ENOENT}: no such entry (an unknown address; sockets' unconnectable peer). */
   @C("FI_ENOENT")
-  public static final int FI_ENOENT = 2;
+  public static final int FI_ENOENT = Errno.FI_ENOENT;
 
-  /** {@code FI_EACCES}. */
-  @C("FI_EACCES")
-  public static final int FI_EACCES = 13;
+  /** {@code FI_EIO}: an I/O error (sockets fails every op of a closed peer with it). */
+  @C("FI_EIO")
+  public static final int FI_EIO = Errno.FI_EIO;
 
-  /** {@code FI_ECANCELED}. */
-  @C("FI_ECANCELED")
-  public static final int FI_ECANCELED = 125;
-
-  /** {@code FI_ENOTCONN}. */
-  @C("FI_ENOTCONN")
-  public static final int FI_ENOTCONN = 107;
-
-  /** {@code FI_EAGAIN}. */
+  /** {@code FI_EAGAIN}: not now; reap completions, then try again. */
   @C("FI_EAGAIN")
-  public static final int FI_EAGAIN = 11;
+  public static final int FI_EAGAIN = Errno.FI_EAGAIN;
 
-  /** {@code FI_EINVAL}. */
+  /** {@code FI_ENOMEM}: out of memory, for example no more pinnable memory for a registration. */
+  @C("FI_ENOMEM")
+  public static final int FI_ENOMEM = Errno.FI_ENOMEM;
+
+  /** {@code FI_EACCES}: permission denied (a bad remote key, bounds or access rights). */
+  @C("FI_EACCES")
+  public static final int FI_EACCES = Errno.FI_EACCES;
+
+  /** {@code FI_EBUSY}: device or resource busy. */
+  @C("FI_EBUSY")
+  public static final int FI_EBUSY = Errno.FI_EBUSY;
+
+  /** {@code FI_EINVAL}: an invalid argument. */
   @C("FI_EINVAL")
-  public static final int FI_EINVAL = 22;
+  public static final int FI_EINVAL = Errno.FI_EINVAL;
 
-  /** {@code FI_ENODATA}: no {@code fi_getinfo} match. */
+  /** {@code EPIPE}: broken pipe; libfabric defines no {@code FI_EPIPE}, providers report it raw. */
+  @C("EPIPE")
+  public static final int EPIPE = Errno.EPIPE;
+
+  /** {@code FI_ENOSYS}: function not implemented. */
+  @C("FI_ENOSYS")
+  public static final int FI_ENOSYS = Errno.FI_ENOSYS;
+
+  /** {@code FI_ENODATA}: no data available ({@code fi_getinfo} found no match). */
   @C("FI_ENODATA")
-  public static final int FI_ENODATA = 61;
+  public static final int FI_ENODATA = Errno.FI_ENODATA;
 
-  /** {@code FI_ETOOSMALL}: {@code fi_getname} with a short buffer. */
+  /** {@code FI_EMSGSIZE}: message too long. */
+  @C("FI_EMSGSIZE")
+  public static final int FI_EMSGSIZE = Errno.FI_EMSGSIZE;
+
+  /** {@code FI_EOPNOTSUPP}: operation not supported. */
+  @C("FI_EOPNOTSUPP")
+  public static final int FI_EOPNOTSUPP = Errno.FI_EOPNOTSUPP;
+
+  /** {@code FI_ECONNABORTED}: connection aborted (EFA's unresponsive remote). */
+  @C("FI_ECONNABORTED")
+  public static final int FI_ECONNABORTED = Errno.FI_ECONNABORTED;
+
+  /** {@code FI_ECONNRESET}: connection reset by peer. */
+  @C("FI_ECONNRESET")
+  public static final int FI_ECONNRESET = Errno.FI_ECONNRESET;
+
+  /** {@code FI_ENOTCONN}: not connected (tcp after a peer closed; EFA's uninserted initiator). */
+  @C("FI_ENOTCONN")
+  public static final int FI_ENOTCONN = Errno.FI_ENOTCONN;
+
+  /** {@code FI_ETIMEDOUT}: timed out. */
+  @C("FI_ETIMEDOUT")
+  public static final int FI_ETIMEDOUT = Errno.FI_ETIMEDOUT;
+
+  /** {@code FI_ECONNREFUSED}: connection refused. */
+  @C("FI_ECONNREFUSED")
+  public static final int FI_ECONNREFUSED = Errno.FI_ECONNREFUSED;
+
+  /** {@code FI_EHOSTDOWN}: host is down. */
+  @C("FI_EHOSTDOWN")
+  public static final int FI_EHOSTDOWN = Errno.FI_EHOSTDOWN;
+
+  /** {@code FI_EHOSTUNREACH}: no route to host (EFA's unreachable remote). */
+  @C("FI_EHOSTUNREACH")
+  public static final int FI_EHOSTUNREACH = Errno.FI_EHOSTUNREACH;
+
+  /** {@code FI_EREMOTEIO}: remote I/O error. */
+  @C("FI_EREMOTEIO")
+  public static final int FI_EREMOTEIO = Errno.FI_EREMOTEIO;
+
+  /** {@code FI_ECANCELED}: canceled or flushed (tcp when the peer closed; EFA's FLUSHED). */
+  @C("FI_ECANCELED")
+  public static final int FI_ECANCELED = Errno.FI_ECANCELED;
+
+  /** {@code FI_EKEYREJECTED}: key was rejected by service ({@code EKEYREJECTED}). */
+  @C("FI_EKEYREJECTED")
+  public static final int FI_EKEYREJECTED = Errno.FI_EKEYREJECTED;
+
+  /** {@code FI_ERRNO_OFFSET}: libfabric's own codes start here; below it they are errno values. */
+  @C("FI_ERRNO_OFFSET")
+  public static final int FI_ERRNO_OFFSET = Errno.FI_ERRNO_OFFSET;
+
+  /** {@code FI_EOTHER}: libfabric's unspecified error, the first of its own codes. */
+  @C("FI_EOTHER")
+  public static final int FI_EOTHER = Errno.FI_EOTHER;
+
+  /** {@code FI_ETOOSMALL}: the buffer provided is too small ({@code fi_getname}). */
   @C("FI_ETOOSMALL")
-  public static final int FI_ETOOSMALL = 257;
+  public static final int FI_ETOOSMALL = Errno.FI_ETOOSMALL;
 
   /** {@code FI_EAVAIL}: an error entry waits in the completion queue. */
   @C("FI_EAVAIL")
-  public static final int FI_EAVAIL = 259;
+  public static final int FI_EAVAIL = Errno.FI_EAVAIL;
 
-  /** {@code FI_ENOKEY}: a requested MR key already in use in the domain. */
+  /** {@code FI_ENOKEY}: a required key is not available (a requested MR key is taken). */
   @C("FI_ENOKEY")
-  public static final int FI_ENOKEY = 266;
+  public static final int FI_ENOKEY = Errno.FI_ENOKEY;
+
+  /** {@code FI_ENOAV}: missing or unavailable address vector. */
+  @C("FI_ENOAV")
+  public static final int FI_ENOAV = Errno.FI_ENOAV;
+
+  /** {@code FI_ENORX}: receiver not ready, no receive buffers (EFA's RNR). */
+  @C("FI_ENORX")
+  public static final int FI_ENORX = Errno.FI_ENORX;
 
   // ---- libc ----
 

@@ -1,5 +1,6 @@
 package dev.dma.provider.efa;
 
+import dev.dma.api.Errno;
 import java.lang.annotation.Documented;
 import java.lang.annotation.ElementType;
 import java.lang.annotation.Retention;
@@ -98,40 +99,40 @@ final class EfaAbi {
   @Header("FI_VERSION(2, 1)")
   static final int FI_VERSION_2_1 = (2 << 16) | 1;
 
-  // ---- errors (positive; returned negated) ----
+  // ---- errors (positive; returned negated): dev.dma.api.Errno's, checked here again ----
   @Header("FI_ENOMEM")
-  static final int FI_ENOMEM = 12;
+  static final int FI_ENOMEM = Errno.FI_ENOMEM;
 
   @Header("FI_EACCES")
-  static final int FI_EACCES = 13;
+  static final int FI_EACCES = Errno.FI_EACCES;
 
   @Header("FI_EINVAL")
-  static final int FI_EINVAL = 22;
+  static final int FI_EINVAL = Errno.FI_EINVAL;
 
   @Header("FI_EMSGSIZE")
-  static final int FI_EMSGSIZE = 90;
+  static final int FI_EMSGSIZE = Errno.FI_EMSGSIZE;
 
   @Header("FI_EOPNOTSUPP")
-  static final int FI_EOPNOTSUPP = 95;
+  static final int FI_EOPNOTSUPP = Errno.FI_EOPNOTSUPP;
 
   @Header("FI_ECONNABORTED")
-  static final int FI_ECONNABORTED = 103;
+  static final int FI_ECONNABORTED = Errno.FI_ECONNABORTED;
 
   @Header("FI_ECONNRESET")
-  static final int FI_ECONNRESET = 104;
+  static final int FI_ECONNRESET = Errno.FI_ECONNRESET;
 
   @Header("FI_ENOTCONN")
-  static final int FI_ENOTCONN = 107;
+  static final int FI_ENOTCONN = Errno.FI_ENOTCONN;
 
   @Header("FI_EHOSTUNREACH")
-  static final int FI_EHOSTUNREACH = 113;
+  static final int FI_EHOSTUNREACH = Errno.FI_EHOSTUNREACH;
 
   @Header("FI_EREMOTEIO")
-  static final int FI_EREMOTEIO = 121;
+  static final int FI_EREMOTEIO = Errno.FI_EREMOTEIO;
 
   @Header("FI_ECANCELED")
-  static final int FI_ECANCELED = 125;
+  static final int FI_ECANCELED = Errno.FI_ECANCELED;
 
   @Header("FI_ENORX")
-  static final int FI_ENORX = 269;
+  static final int FI_ENORX = Errno.FI_ENORX;
 }

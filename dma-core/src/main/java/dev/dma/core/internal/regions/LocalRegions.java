@@ -2,6 +2,7 @@ package dev.dma.core.internal.regions;
 
 import dev.dma.api.CacheableSpan;
 import dev.dma.api.DmaException;
+import dev.dma.api.Errno;
 import dev.dma.api.Operands;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.invoke.MethodHandles;
@@ -34,9 +35,6 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code RLIMIT_MEMLOCK} ({@link PinnedMemoryLimit#bound(long)}); the bound is per endpoint.
  */
 public final class LocalRegions implements AutoCloseable {
-  /** {@code FI_ENOMEM}: the kernel would not pin more pages (RLIMIT_MEMLOCK or device limits). */
-  private static final int FI_ENOMEM = 12;
-
   private static final VarHandle HITS;
   private static final VarHandle MISSES;
   private static final VarHandle REGISTRATIONS;
@@ -385,7 +383,7 @@ public final class LocalRegions implements AutoCloseable {
               + pinned
               + " bytes are held by in-flight operations and registered regions); raise"
               + " max_pinned_bytes, and ulimit -l (RLIMIT_MEMLOCK) when that caps it",
-          FI_ENOMEM,
+          Errno.FI_ENOMEM,
           DmaException.UNKNOWN_ERRNO,
           null);
     }
@@ -397,8 +395,12 @@ public final class LocalRegions implements AutoCloseable {
     return evicted;
   }
 
+  /**
+   * Whether a registration failed because the kernel would not pin more pages (RLIMIT_MEMLOCK or
+   * device limits): {@code FI_ENOMEM}, which {@link FabricEndpoint#register} carries as the
+   * exception's fabric errno.
+   */
   private static boolean outOfPinnableMemory(DmaException failed) {
-    String message = failed.getMessage();
-    return failed.fabricErrno() == FI_ENOMEM || (message != null && message.endsWith("(-12)"));
+    return failed.fabricErrno() == Errno.FI_ENOMEM;
   }
 }
