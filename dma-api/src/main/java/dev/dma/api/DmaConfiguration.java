@@ -47,7 +47,8 @@ import java.util.regex.Pattern;
  *       silent partition holds a transfer until the kernel's TCP retransmissions give up, about 15
  *       minutes)</td></tr>
  *   <tr><td>{@code max_pending}</td><td>65536</td><td>transfers a worker holds accepted but not yet
- *       posted; a submit beyond it is refused as full (backpressure) rather than queued</td></tr>
+ *       posted: once this many plus the in-flight cap are outstanding (accepted, not completed), a
+ *       submit is refused as full (backpressure) rather than queued</td></tr>
  *   <tr><td>{@code close_timeout}</td><td>{@code 10s}</td><td>how long {@code close()} waits for
  *       posted operations before it recovers the endpoint and fails what remains</td></tr>
  *   <tr><td>{@code max_pinned_bytes}</td><td>0</td><td>the most bytes one endpoint keeps registered
@@ -58,7 +59,8 @@ import java.util.regex.Pattern;
  *       number of bytes, optionally with a binary suffix: {@code 512m}, {@code 64GiB}</td></tr>
  * </table>
  *
- * @param providers provider names in preference order; never empty
+ * @param providers the provider names given, of which only the first is used; empty when none is
+ *     named (the service then selects the highest-priority available provider)
  * @param interfaces domain names to pin to; possibly empty
  * @param bind the source node, if any
  * @param maxInFlight the per-worker cap on posted, unreaped operations
@@ -84,9 +86,10 @@ public record DmaConfiguration(
     Duration closeTimeout) {
 
   /**
-   * The provider the original crate used when none was named. Here naming none selects the
-   * highest-priority available provider instead, which is {@code tcp} wherever it is the only real
-   * provider installed.
+   * The provider the original crate used when none was named, and {@code dma-bench}'s default. A
+   * configuration naming none does not fall back to it: the service selects the highest-priority
+   * available provider (of those shipped, {@code efa-direct} ranks first, then {@code efa}, {@code
+   * tcp} and {@code libfabric:<prov>}; the fake is taken only when it is the only one installed).
    */
   public static final String DEFAULT_PROVIDER = "tcp";
 
@@ -147,7 +150,9 @@ public record DmaConfiguration(
       Pattern.compile("(\\d+)\\s*(ns|us|µs|ms|s|m|h)", Pattern.CASE_INSENSITIVE);
 
   /**
-   * Validates and normalizes the fields: an empty provider list becomes {@code [tcp]}.
+   * Validates and normalizes the fields: a null list becomes empty (for {@code providers}: none
+   * named, so the service selects by priority), names are stripped, and a null {@code bind} becomes
+   * empty.
    *
    * @throws IllegalArgumentException naming the field that is invalid
    */
@@ -436,7 +441,8 @@ public record DmaConfiguration(
     private Builder() {}
 
     /**
-     * Sets the providers in preference order.
+     * Sets the provider names: only the first is used, there is no fallback to the next; none
+     * (the default) selects the highest-priority available provider.
      *
      * @param value provider names
      * @return this builder
@@ -447,7 +453,8 @@ public record DmaConfiguration(
     }
 
     /**
-     * Sets the providers in preference order.
+     * Sets the provider names: only the first is used, there is no fallback to the next; none
+     * (the default) selects the highest-priority available provider.
      *
      * @param value provider names
      * @return this builder

@@ -32,7 +32,7 @@ import java.util.function.Consumer;
  * The entry point: one fabric worker thread ({@code fabric-NN}) driving one endpoint (one device),
  * to which any number of threads submit RMA transfers.
  *
- * <p>Every submitted transfer produces exactly one {@link dev.dma.api.Completion}, delivered to the
+ * <p>Every accepted transfer produces exactly one {@link dev.dma.api.Completion}, delivered to the
  * {@link BatchCompleter}: on the worker thread for plain transfers, on a {@link ChecksumPool} thread
  * for checksummed ones. Completions are unordered relative to submission. Messages from one thread
  * are handled in order, so {@link #removePeer(long)} comes after that thread's earlier submits.
@@ -84,8 +84,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
     /** Queued; its completion will come. The request's context belongs to the service. */
     ACCEPTED,
     /**
-     * Refused: {@code max_pending} transfers already wait to be posted. The request stays the
-     * caller's; retry once completions have come, or shed load.
+     * Refused: {@code max_pending} transfers beyond the in-flight cap are already outstanding
+     * (accepted, not yet completed). The request stays the caller's; retry once completions have
+     * come, or shed load.
      */
     FULL,
     /** Refused: the service is closed or its worker is gone. The request stays the caller's. */
@@ -226,8 +227,11 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * Submits a transfer without blocking, or says why not. On {@link Offer#ACCEPTED} the request's
-   * context belongs to the service until its completion; otherwise it stays the caller's.
+   * Submits a transfer without waiting for backpressure, or says why not. On {@link
+   * Offer#ACCEPTED} the request's context belongs to the service until its completion; otherwise
+   * it stays the caller's. The one wait left is for room in the worker's channel (at most 65,536
+   * messages), which only a worker that stopped draining it causes, for example a {@link
+   * BatchCompleter} blocking on the worker thread.
    *
    * <p>Backpressure: at most {@code max_pending} transfers beyond the in-flight cap may be
    * outstanding; past that the offer is {@link Offer#FULL} instead of growing a queue without
@@ -252,7 +256,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * Submits a transfer without blocking: {@link #offer} for callers that need only a yes or no.
+   * Submits a transfer as {@link #offer} does, for callers that need only a yes or no.
    *
    * @param request the transfer
    * @return {@code true} when accepted; {@code false} when the pending queue is full or the

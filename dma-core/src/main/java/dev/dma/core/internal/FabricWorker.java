@@ -40,15 +40,25 @@ import java.util.function.Consumer;
  *
  * <p>Threads: everything here runs on the worker thread except the constructor. The caller's
  * {@link BatchCompleter} runs here for plain completions and on pool threads for checksummed ones.
- * Per transfer the worker allocates only what the user gets back (the {@link Completion} and its
- * outcome): operations, slots and client records are recycled.
+ *
+ * <p>Allocation: operations, slots, client records and the plain batch list are recycled. A plain
+ * transfer allocates its {@link Completion}; its successful outcome, a {@link TransferDone}, is
+ * shared with the previous transfer while lengths repeat (a new length allocates a new one), and a
+ * failure allocates its {@link DmaException} and an {@link Outcome.Failed}. A checksummed transfer
+ * allocates a {@code Checksummed} record here, and on the pool thread its Completion, its
+ * TransferDone (which carries its checksum) and, when fewer bytes moved than the operand holds, a
+ * slice of it. Each flush of checksummed completions allocates a new batch list, a job and the pool
+ * queue's node, and the job a list of the completions it delivers. With tracing or metrics
+ * installed, spans and attributes come on top.
  *
  * @param <T> the caller context type
  */
 public final class FabricWorker<T extends Operands> implements CompletionSink {
   /**
-   * Completions to reap in one pass, and the batch size that triggers a flush: bounds what one
-   * batch, and so one downstream lock acquisition, accumulates.
+   * Completions to reap in one pass, and the batch size that triggers a delivery at the end of a
+   * pass. It is a trigger, not a cap: a batch holds up to one less carried over from earlier passes
+   * plus what this pass finished (at most this many reaped, plus the transfers it failed without a
+   * completion: refused at intake or post, or past a deadline).
    */
   public static final int TARGET_COMPLETIONS = 10;
 
