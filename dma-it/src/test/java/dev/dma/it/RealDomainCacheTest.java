@@ -72,7 +72,7 @@ class RealDomainCacheTest {
       };
 
   @Test
-  void freeingOneValueDeregistersANeighbourThatIsStillInFlight() {
+  void invalidatingANeighbourUncachesTheExtentButItsInFlightLeaseKeepsItRegistered() {
     MemorySegment extent = arena.allocate(64 * 1024, 64 * 1024);
     long base = extent.address();
     Registration lease = regions.lease(base + 4096, 4096, spanning(CacheableSpan.of(extent)));

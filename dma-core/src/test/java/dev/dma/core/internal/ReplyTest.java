@@ -1,6 +1,7 @@
 package dev.dma.core.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -22,19 +23,25 @@ class ReplyTest {
   @Test
   void anAnswerArrivesOutOfOrder() throws Exception {
     Reply<Integer> reply = new Reply<>();
-    CompletableFuture<Integer> waiter =
-        CompletableFuture.supplyAsync(() -> reply.await("abandoned"));
-    // The waiter blocks first; only then does the answer come.
-    while (!waiterBlocked(waiter)) {
-      Thread.onSpinWait();
-    }
+    CompletableFuture<Integer> answer = new CompletableFuture<>();
+    Thread waiter = Thread.ofPlatform().start(() -> answer.complete(reply.await("abandoned")));
+    // The waiter blocks first (parked in wait(), not merely started); only then does the answer
+    // come.
+    awaitWaiting(waiter);
+    assertFalse(answer.isDone());
     reply.send(7);
-    assertEquals(7, waiter.get(10, TimeUnit.SECONDS));
+    assertEquals(7, answer.get(10, TimeUnit.SECONDS));
+    waiter.join();
   }
 
-  private static boolean waiterBlocked(CompletableFuture<Integer> waiter) throws Exception {
-    Thread.sleep(10);
-    return !waiter.isDone();
+  /** Bounded: until {@code thread} is blocked in {@code Object.wait()}, at most 10 s. */
+  private static void awaitWaiting(Thread thread) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (thread.getState() != Thread.State.WAITING) {
+      assertTrue(thread.isAlive(), "the waiter ended without blocking");
+      assertTrue(System.nanoTime() < deadline, "the waiter did not block within 10 s");
+      Thread.onSpinWait();
+    }
   }
 
   @Test
@@ -70,8 +77,16 @@ class ReplyTest {
                   assertEquals(5, reply.await("x"));
                   interruptedAfter.complete(Thread.currentThread().isInterrupted());
                 });
+    // Interrupted while it waits, then answered: the answer and the interrupt both reach it. The
+    // answer comes only once await has taken the interrupt (wait() threw, clearing the flag) and
+    // waits again, so the interrupt must be kept by await itself.
+    awaitWaiting(waiter);
     waiter.interrupt();
-    Thread.sleep(20);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (waiter.isInterrupted() || waiter.getState() != Thread.State.WAITING) {
+      assertTrue(System.nanoTime() < deadline, "the waiter did not wait again within 10 s");
+      Thread.onSpinWait();
+    }
     reply.send(5);
     assertTrue(interruptedAfter.get(10, TimeUnit.SECONDS));
   }

@@ -58,7 +58,16 @@ class ExactlyOnceStressTest {
     try (FakeFabric fabric = FakeFabric.create("exactly-once");
         Arena arena = Arena.ofShared()) {
       FakeEndpoint target = fabric.openEndpoint();
-      MemorySegment remote = arena.allocate((long) SLICE * SLICES);
+      // Writes land in the first SLICES slices; reads read the second SLICES, which no write
+      // touches and which hold a known pattern, so every checksum has one right value.
+      MemorySegment remote = arena.allocate(2L * SLICE * SLICES);
+      int[] patternCrc = new int[SLICES];
+      for (long i = SLICE * (long) SLICES; i < remote.byteSize(); i++) {
+        remote.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 13 + 5));
+      }
+      for (int s = 0; s < SLICES; s++) {
+        patternCrc[s] = Checksums.crc32c(remote.asSlice((long) (SLICES + s) * SLICE, SLICE));
+      }
       Advertisement ad = target.expose(remote, true, true).advertisement();
       FakeEndpoint silent = fabric.openEndpoint();
       MemorySegment silentMemory = arena.allocate(SLICE);
@@ -99,9 +108,14 @@ class ExactlyOnceStressTest {
                       }
                       if (completion.outcome().isDone()) {
                         var done = completion.outcome().done();
-                        if (done.checksummed()
-                            && done.crc32c() != sourceCrc[id % SLICES]
-                            && done.crc32c() != Checksums.crc32c(completion.context().segment)) {
+                        if (isRead(id)) {
+                          // What landed is the pattern, whether or not it was checksummed.
+                          int landed = Checksums.crc32c(completion.context().segment);
+                          if (landed != patternCrc[id % SLICES]
+                              || (done.checksummed() && done.crc32c() != landed)) {
+                            badChecksums.incrementAndGet();
+                          }
+                        } else if (done.checksummed() && done.crc32c() != sourceCrc[id % SLICES]) {
                           badChecksums.incrementAndGet();
                         }
                       } else {
@@ -170,10 +184,10 @@ class ExactlyOnceStressTest {
                             continue;
                           }
                           MemorySegment local = sources.asSlice((long) slice * SLICE, SLICE);
+                          boolean read = isRead(id);
+                          long offset = (long) (read ? SLICES + slice : slice) * SLICE;
                           Advertisement at =
-                              new Advertisement(
-                                  ad.address(), ad.remoteKey(), ad.remoteAddress() + (long) slice * SLICE);
-                          boolean read = i % 4 == 3;
+                              new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + offset);
                           // Reads land in a private buffer so writes keep the sources intact.
                           Buffer buffer =
                               read ? new Buffer(id, arena.allocate(SLICE)) : new Buffer(id, local);
@@ -205,7 +219,21 @@ class ExactlyOnceStressTest {
           throw new AssertionError("transfer " + id + " completed " + seen.get(id) + " times");
         }
       }
-      assertEquals(0, badChecksums.get(), "wrong checksums");
+      assertEquals(0, badChecksums.get(), "wrong checksums or landed bytes");
+      // Each written slice took many writes that succeeded, each of the same source slice. (Every
+      // fourth transfer is a read, and a transfer's slice is its id modulo SLICES, so slices
+      // 3, 7, 11, ... of the write half are only ever read from the read half, and stay zero.)
+      int zeroCrc = Checksums.crc32c(new byte[SLICE]);
+      for (int s = 0; s < SLICES; s++) {
+        assertEquals(
+            s % 4 == 3 ? zeroCrc : sourceCrc[s],
+            Checksums.crc32c(remote.asSlice((long) s * SLICE, SLICE)),
+            "write slice " + s);
+        assertEquals(
+            patternCrc[s],
+            Checksums.crc32c(remote.asSlice((long) (SLICES + s) * SLICE, SLICE)),
+            "a write landed in read slice " + s);
+      }
       assertTrue(failures.get() > 0, "the script injected no failure");
       assertTrue(fabric.counters().againAnswers() > 0, "the script injected no EAGAIN");
       // 4 threads x 10 silent writes, each failed; nothing else failed but what was injected.
@@ -217,6 +245,11 @@ class ExactlyOnceStressTest {
       target.close();
       silent.close();
     }
+  }
+
+  /** Whether transfer {@code id} is a read (of a slice no write touches). */
+  private static boolean isRead(int id) {
+    return !isSilent(id) && (id % PER_THREAD) % 4 == 3;
   }
 
   /** Whether transfer {@code id} is one of the writes to the silent target. */

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -230,19 +231,46 @@ class FabricWorkerTest {
 
   @Test
   void missingAndHeapOperandsFailThatTransferOnly() throws Exception {
-    start();
+    // A context implementing no method: it supplies neither a source nor a landing buffer.
     Operands none = new Operands() {};
-    FabricService<Operands> plain =
-        FabricService.<Operands>builder(configuration().build())
-            .completer(batch -> {})
-            .ticker(ticker)
-            .start();
-    plain.close();
-    assertTrue(service.submit(write(1, new Buffer(1, MemorySegment.ofArray(new byte[8])), false)));
-    assertTrue(recorder.take().outcome().error().getMessage().contains("heap segment"));
-    assertTrue(service.submit(write(1, local(2, 8, 0), false)));
-    assertTrue(recorder.take().outcome().isDone());
     assertFalse(none.cacheableSpan().isPresent());
+    Recorder<Operands> plainRecorder = new Recorder<>();
+    try (FabricService<Operands> plain =
+        FabricService.<Operands>builder(configuration().build())
+            .completer(plainRecorder)
+            .ticker(ticker)
+            .start()) {
+      assertTrue(plain.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, none)));
+      Completion<Operands> noSource = plainRecorder.take();
+      assertSame(none, noSource.context());
+      assertEquals(Operands.NO_SOURCE, noSource.outcome().error().getMessage());
+      assertEquals(DmaException.Reason.BAD_REQUEST, noSource.outcome().error().reason());
+
+      assertTrue(plain.submit(TransferRequest.to(1, ad, Direction.fromPeer(8), false, none)));
+      Completion<Operands> noLanding = plainRecorder.take();
+      assertSame(none, noLanding.context());
+      assertEquals(Operands.NO_LANDING_BUFFER, noLanding.outcome().error().getMessage());
+
+      Operands heap = Operands.of(MemorySegment.ofArray(new byte[8]));
+      assertTrue(plain.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, heap)));
+      Completion<Operands> onHeap = plainRecorder.take();
+      assertSame(heap, onHeap.context());
+      assertTrue(
+          onHeap.outcome().error().getMessage().contains("heap segment"),
+          onHeap.outcome().error().getMessage());
+      assertEquals(0, fabric.counters().postAttempts(), "a bad operand reached the provider");
+
+      // The service and the peer are unharmed: the next good transfer lands its bytes.
+      Buffer good = local(2, 8, 5);
+      assertTrue(plain.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, good)));
+      Completion<Operands> done = plainRecorder.take();
+      assertSame(good, done.context());
+      assertTrue(done.outcome().isDone(), () -> done.outcome().toString());
+      assertArrayEquals(
+          good.segment.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
+          remote.asSlice(0, 8).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+      assertEquals(0, plain.outstanding());
+    }
   }
 
   // ----------------------------------------------------------------------------- -FI_EAGAIN
@@ -451,8 +479,12 @@ class FabricWorkerTest {
     for (int i = 0; i < 10; i++) {
       assertTrue(service.submit(write(1, local(i, 16, i), false)));
     }
-    waitUntil(() -> fabric.script().heldCompletions() == 4);
-    Thread.sleep(20);
+    waitUntil(() -> fabric.script().heldCompletions() >= 4);
+    // Two worker round trips, no sleep: the worker drains its whole intake before it posts, and
+    // answers a command during intake, so the first answer comes after all ten transfers were
+    // queued and the second after a post pass that saw them all; that pass posted none past 4.
+    service.addPeer(2, ad.address());
+    service.addPeer(2, ad.address());
     assertEquals(4, fabric.script().heldCompletions());
     assertEquals(0, fabric.counters().againAnswers(), "the worker limits itself below EAGAIN");
     fabric.script().stopHolding();
@@ -616,8 +648,17 @@ class FabricWorkerTest {
     }
     waitUntil(() -> fabric.script().heldCompletions() == 4);
     Thread closer = Thread.ofPlatform().start(service::close);
-    Thread.sleep(20);
+    // Bounded waits on what close does, not a sleep: it closes the channel first, then blocks
+    // (joining the worker) while the transfers are held; a close that returned early ends instead.
+    waitUntil(() -> !service.isRunning());
+    waitUntil(
+        () ->
+            switch (closer.getState()) {
+              case WAITING, TIMED_WAITING, TERMINATED -> true;
+              default -> false;
+            });
     assertTrue(closer.isAlive(), "close returned with transfers in flight");
+    assertEquals(4, fabric.script().heldCompletions());
     assertFalse(service.submit(write(1, local(9, 64, 0), false)), "a closing service took more");
     fabric.script().stopHolding();
     fabric.script().releaseCompletions();
@@ -663,7 +704,7 @@ class FabricWorkerTest {
   }
 
   @Test
-  void theDefaultProviderIsFoundByName() {
+  void theDefaultProviderIsFoundByName() throws Exception {
     assertEquals("fake", FabricProviders.select(configuration().build()).name());
     assertTrue(FabricProviders.installed().stream().anyMatch(p -> p instanceof FakeProvider));
     DmaException unknown =
@@ -672,6 +713,15 @@ class FabricWorkerTest {
             () -> FabricProviders.select(DmaConfiguration.builder().providers("nope").build()));
     assertTrue(unknown.getMessage().startsWith("no provider named \"nope\" is installed"));
     assertTrue(unknown.getMessage().contains("fake (available)"), unknown.getMessage());
-    assertArrayEquals(new byte[0], new byte[0]);
+    // The provider found by that name is the one that moves the bytes.
+    start();
+    assertEquals("fake", service.providerName());
+    Buffer source = local(1, 64, 3);
+    assertTrue(service.submit(write(1, source, false)));
+    assertTrue(recorder.take().outcome().isDone());
+    assertArrayEquals(
+        source.segment.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
+        remote.asSlice(0, 64).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+    assertEquals(1, fabric.counters().writes());
   }
 }

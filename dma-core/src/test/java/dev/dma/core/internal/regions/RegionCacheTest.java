@@ -61,8 +61,13 @@ class RegionCacheTest {
     return registration;
   }
 
+  /**
+   * Invalidating another part of a shared extent (a neighbouring value being freed) uncaches the
+   * extent but does not deregister it under the operand still in flight: the lease keeps it live
+   * until released. (Formerly named after the bug this rules out.)
+   */
   @Test
-  void freeingOneValueDeregistersANeighbourThatIsStillInFlight() {
+  void invalidatingANeighbourUncachesTheExtentButItsInFlightLeaseKeepsItRegistered() {
     Registration extent = tracked(BASE, 64 * KIB);
     Registration lease = regions.lease(BASE + 4096, 4096, NEVER_ASKED);
     assertSame(extent, lease);
