@@ -3,14 +3,21 @@ package dev.dma.api;
 import java.util.OptionalInt;
 
 /**
- * A transfer that completed.
- *
- * @param bytes the operand length posted (not a count the provider reported)
- * @param checksummed whether the request asked for a checksum
- * @param crc32c the CRC-32C over the local operand after completion, when {@code checksummed}; for
- *     a write it covers the bytes sent, for a read the bytes that landed; 0 otherwise
+ * A transfer that completed: the operand length posted and, when the request asked for one, the
+ * CRC-32C over the local operand after completion (for a write it covers the bytes sent, for a read
+ * the bytes that landed). Immutable; equal when both facts are.
  */
-public record TransferDone(long bytes, boolean checksummed, int crc32c) implements Outcome {
+public final class TransferDone implements Outcome {
+
+  private final long bytes;
+  private final boolean checksummed;
+  private final int crc32c;
+
+  private TransferDone(long bytes, boolean checksummed, int crc32c) {
+    this.bytes = bytes;
+    this.checksummed = checksummed;
+    this.crc32c = crc32c;
+  }
 
   /**
    * A completion without a checksum.
@@ -31,6 +38,15 @@ public record TransferDone(long bytes, boolean checksummed, int crc32c) implemen
    */
   public static TransferDone withChecksum(long bytes, int crc32c) {
     return new TransferDone(bytes, true, crc32c);
+  }
+
+  /**
+   * The operand length posted (not a count the provider reported).
+   *
+   * @return the length in bytes
+   */
+  public long bytes() {
+    return bytes;
   }
 
   /**
@@ -55,5 +71,23 @@ public record TransferDone(long bytes, boolean checksummed, int crc32c) implemen
   @Override
   public DmaException error() {
     throw new IllegalStateException("the transfer completed; there is no error");
+  }
+
+  @Override
+  public boolean equals(Object other) {
+    return other instanceof TransferDone that
+        && bytes == that.bytes
+        && checksummed == that.checksummed
+        && crc32c == that.crc32c;
+  }
+
+  @Override
+  public int hashCode() {
+    return 31 * Long.hashCode(bytes) + (checksummed ? 1 + crc32c : 0);
+  }
+
+  @Override
+  public String toString() {
+    return "TransferDone[bytes=" + bytes + ", checksum=" + checksum() + "]";
   }
 }

@@ -19,6 +19,11 @@ class OutcomeTest {
     assertEquals(OptionalInt.empty(), plain.checksum());
     assertEquals(OptionalInt.of(7), TransferDone.withChecksum(64, 7).checksum());
     assertThrows(IllegalStateException.class, plain::error);
+    assertEquals(TransferDone.withChecksum(64, 7), TransferDone.withChecksum(64, 7));
+    assertEquals(
+        TransferDone.withChecksum(64, 7).hashCode(), TransferDone.withChecksum(64, 7).hashCode());
+    assertFalse(TransferDone.withChecksum(64, 0).equals(TransferDone.of(64)));
+    assertEquals("TransferDone[bytes=64, checksum=OptionalInt.empty]", plain.toString());
   }
 
   @Test

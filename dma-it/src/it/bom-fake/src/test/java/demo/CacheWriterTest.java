@@ -51,7 +51,7 @@ class CacheWriterTest {
             failed++;
             assertTrue(completion.outcome().error().getMessage().contains("denied by the test"));
           } else {
-            assertEquals(Checksums.crc32c(value), completion.outcome().done().crc32c());
+            assertEquals(Checksums.crc32c(value), completion.outcome().done().checksum().orElseThrow());
           }
         }
         assertEquals(1, failed);

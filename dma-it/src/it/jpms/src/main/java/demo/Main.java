@@ -50,7 +50,7 @@ public final class Main {
       int expected = Checksums.crc32c(value);
       if (written == null
           || read == null
-          || written.outcome().done().crc32c() != expected
+          || written.outcome().done().checksum().orElseThrow() != expected
           || Checksums.crc32c(clientBuffer) != expected
           || Checksums.crc32c(back) != expected) {
         System.out.println("JPMS FAILED");

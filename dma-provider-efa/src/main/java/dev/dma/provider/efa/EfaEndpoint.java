@@ -74,34 +74,6 @@ public final class EfaEndpoint implements FabricEndpoint {
   }
 
   /**
-   * Wraps an endpoint that imitates EFA (the fake configured with {@code likeEfaDirect()}), taking
-   * the decisions from what it describes and the fabric's documented behaviour. For tests.
-   *
-   * @param delegate the open endpoint, owned from now on by the returned one
-   * @param fabric which fabric's rules to apply
-   * @return the EFA endpoint
-   */
-  public static EfaEndpoint imitating(FabricEndpoint delegate, EfaFabric fabric) {
-    EndpointInfo info = delegate.describe();
-    EfaDecisions decisions =
-        new EfaDecisions(
-            fabric,
-            delegate.requiresLocalRegistration(),
-            info.usesVirtualAddressing(),
-            true,
-            fabric == EfaFabric.EFA_DIRECT,
-            delegate.maxTx(),
-            EfaAddresses.ADDRESS_BYTES,
-            EfaAddresses.IDENTITY_BYTES,
-            fabric.targetProgressRequired(),
-            fabric.handshakeFirst(),
-            fabric.initiatorFirst(),
-            true,
-            0);
-    return new EfaEndpoint(delegate, fabric, decisions);
-  }
-
-  /**
    * The fabric whose rules apply.
    *
    * @return the fabric

@@ -78,7 +78,7 @@ class EfaAddressTest {
     try (FakeFabric fabric = FakeFabric.create("efa-address-length")) {
       fabric.script().likeEfaDirect();
       try (EfaEndpoint endpoint =
-          EfaEndpoint.imitating(fabric.openEndpoint(), EfaFabric.EFA_DIRECT)) {
+          ImitatedEfa.endpoint(fabric.openEndpoint(), EfaFabric.EFA_DIRECT)) {
         byte[] own = endpoint.localAddress();
         assertEquals(32, own.length);
         for (int length : new int[] {31, 33}) {

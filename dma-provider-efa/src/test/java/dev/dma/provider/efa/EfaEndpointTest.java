@@ -44,7 +44,7 @@ class EfaEndpointTest {
   }
 
   private EfaEndpoint initiator(EfaFabric rules) {
-    EfaEndpoint endpoint = EfaEndpoint.imitating(fabric.openEndpoint(), rules);
+    EfaEndpoint endpoint = ImitatedEfa.endpoint(fabric.openEndpoint(), rules);
     endpoint.openSlots(8);
     return endpoint;
   }

@@ -42,7 +42,7 @@ public final class FakeEfaProvider implements FabricProvider {
 
   @Override
   public FabricEndpoint open(DmaConfiguration configuration) {
-    return EfaEndpoint.imitating(fake.open(configuration), fabric);
+    return ImitatedEfa.endpoint(fake.open(configuration), fabric);
   }
 
   @Override

@@ -64,8 +64,8 @@ class ReclaimUnderTrafficTest {
                     for (Completion<Buffer> completion : batch) {
                       if (!completion.outcome().isDone()) {
                         failures.incrementAndGet();
-                      } else if (completion.outcome().done().checksummed()
-                          && completion.outcome().done().crc32c()
+                      } else if (completion.outcome().done().checksum().isPresent()
+                          && completion.outcome().done().checksum().getAsInt()
                               != Checksums.crc32c(completion.context().segment)) {
                         badChecksums.incrementAndGet();
                       }

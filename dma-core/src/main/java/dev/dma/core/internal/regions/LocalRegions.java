@@ -18,8 +18,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <h2>Threads and ownership</h2>
  *
  * Owned by the fabric worker of its endpoint: {@link #lease}, {@link #pin} and {@link #close()} run
- * on that thread only, because they call the endpoint. {@link #stats()} and the counters may be read
- * from any thread; {@link RegionRegistry#invalidate} reaches this endpoint's entries from any thread.
+ * on that thread only, because they call the endpoint. The counters ({@link #hits()}, {@link #misses()},
+ * {@link #evictions()}, {@link #pinnedBytes()}) may be read from any thread; {@link RegionRegistry#invalidate} reaches this endpoint's entries from any thread.
  * The worker calls {@link #close()} before closing the endpoint, so every cached registration is
  * deregistered while its domain is still open.
  *
@@ -37,7 +37,6 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class LocalRegions implements AutoCloseable {
   private static final VarHandle HITS;
   private static final VarHandle MISSES;
-  private static final VarHandle REGISTRATIONS;
   private static final VarHandle EVICTIONS;
 
   static {
@@ -45,7 +44,6 @@ public final class LocalRegions implements AutoCloseable {
       MethodHandles.Lookup lookup = MethodHandles.lookup();
       HITS = lookup.findVarHandle(LocalRegions.class, "hits", long.class);
       MISSES = lookup.findVarHandle(LocalRegions.class, "misses", long.class);
-      REGISTRATIONS = lookup.findVarHandle(LocalRegions.class, "registrations", long.class);
       EVICTIONS = lookup.findVarHandle(LocalRegions.class, "evictions", long.class);
     } catch (ReflectiveOperationException impossible) {
       throw new ExceptionInInitializerError(impossible);
@@ -65,10 +63,9 @@ public final class LocalRegions implements AutoCloseable {
   /** Lowered by whichever thread deregisters, so atomic. */
   private final AtomicLong pinnedBytes = new AtomicLong();
 
-  // Written by the worker only; read with getOpaque by stats readers on other threads.
+  // Written by the worker only; read with getOpaque by readers on other threads.
   private long hits;
   private long misses;
-  private long registrations;
   private long evictions;
 
   /**
@@ -287,22 +284,6 @@ public final class LocalRegions implements AutoCloseable {
     return maxPinnedBytes;
   }
 
-  /**
-   * A snapshot of the counters. Any thread; allocates.
-   *
-   * @return the snapshot
-   */
-  public RegionStats stats() {
-    return new RegionStats(
-        hits(),
-        misses(),
-        (long) REGISTRATIONS.getOpaque(this),
-        evictions(),
-        pinnedBytes(),
-        maxPinnedBytes,
-        registry.size(this));
-  }
-
   private static CacheableSpan spanAround(Operands context, long address, long end) {
     Optional<CacheableSpan> answer = context == null ? null : context.cacheableSpan();
     if (answer == null || answer.isEmpty()) {
@@ -330,7 +311,6 @@ public final class LocalRegions implements AutoCloseable {
       try {
         Registration registration =
             Registration.register(endpoint, base, lengthBytes, evictable, pinnedBytes);
-        REGISTRATIONS.setOpaque(this, registrations + 1);
         return registration;
       } catch (DmaException failed) {
         if (!outOfPinnableMemory(failed)) {
