@@ -136,7 +136,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // stalls posting and reaping. The rest complete inline.
   private List<Checksummed<T>> crcBatch = new ArrayList<>();
   private int drainSpins;
-  private int reapedThisPass;
   private TransferDone lastDone;
 
   /**
@@ -298,15 +297,18 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
       int posted = postPass();
 
-      reapedThisPass = 0;
+      // How many completions the provider delivered this pass (a stray slot's included). A reap
+      // that throws reports no count: the ops it did yield stand, but the pass counts 0, which
+      // only shades this pass's spin and checksum-flush choice.
+      int reaped = 0;
       try {
-        endpoint.reap(this, TARGET_COMPLETIONS);
+        reaped = endpoint.reap(this, TARGET_COMPLETIONS);
       } catch (DmaException error) {
         // Names no op, so no client can be failed for it. Keep serving: the ops it did yield were
         // delivered, and the rest stay in flight for a later pass.
         warnings.warn("completion queue read failed: " + error.getMessage());
       }
-      boolean reapedAny = reapedThisPass > 0;
+      boolean reapedAny = reaped > 0;
       if (completionDeadlineNs > 0 && inFlight > 0 && now - nextDeadlineScanNs >= 0) {
         nextDeadlineScanNs = now + deadlineScanIntervalNs;
         checkDeadlines();
@@ -320,7 +322,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
             .setNoParent()
             .setAttribute("dma.in_flight", inFlight)
             .setAttribute("dma.posted", posted)
-            .setAttribute("dma.reaped", reapedThisPass)
+            .setAttribute("dma.reaped", reaped)
             .setAttribute("dma.pending", pendingCount)
             .startSpan()
             .end();
@@ -922,7 +924,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     freeSlots[freeSlotCount++] = slot;
     // Saturating: a reap that outran in-flight would otherwise leave the worker unable to post.
     inFlight = Math.max(0, inFlight - 1);
-    reapedThisPass++;
     if (op.expired) {
       expiredInFlight--;
     }
