@@ -5,7 +5,6 @@
  */
 module dev.dma.core {
   requires transitive dev.dma.api;
-  requires transitive com.google.common;
   requires transitive io.opentelemetry.api;
   requires io.opentelemetry.context;
 

@@ -19,7 +19,9 @@ import java.util.HexFormat;
  *     an offset from its start (0 for the whole buffer) on offset-addressed ones (tcp); passed
  *     through unchanged
  * @param direction which way the bytes move
- * @param wantChecksum compute CRC-32C over the local operand at completion (on the checksum pool)
+ * @param wantChecksum compute CRC-32C over the local operand at completion (on the checksum pool);
+ *     the operand must then be readable from any thread (a shared, global or automatic arena's),
+ *     or the transfer fails at intake, before the RMA
  * @param context the caller context; supplies the operand and is handed back
  * @param remoteBase the advertised region's remote address ({@link Advertisement#remoteAddress()}),
  *     in the same addressing as {@code remoteAddress}: the request's {@code remoteAddress} may lie

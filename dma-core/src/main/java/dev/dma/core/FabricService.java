@@ -1,6 +1,5 @@
 package dev.dma.core;
 
-import com.google.common.base.Ticker;
 import dev.dma.core.internal.Telemetry;
 import dev.dma.core.internal.Threads;
 import io.opentelemetry.api.GlobalOpenTelemetry;
@@ -23,6 +22,7 @@ import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -401,7 +401,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
     private FabricProvider provider;
     private BatchCompleter<T> completer;
     private ChecksumPool pool;
-    private Ticker ticker = Ticker.systemTicker();
+    private NanoClock clock = NanoClock.system();
     private OpenTelemetry openTelemetry;
     private boolean traceWorkerPasses;
     private Consumer<byte[]> addressListener = address -> {};
@@ -445,13 +445,14 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
     }
 
     /**
-     * Sets the clock of the progress deadline (tests step it by hand).
+     * Sets the clock of the completion and progress deadlines; by default {@link
+     * NanoClock#system()} (tests step one by hand).
      *
      * @param value the clock
      * @return this builder
      */
-    public Builder<T> ticker(Ticker value) {
-      this.ticker = value;
+    public Builder<T> clock(NanoClock value) {
+      this.clock = Objects.requireNonNull(value, "clock");
       return this;
     }
 
@@ -589,7 +590,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
                   completer,
                   checksumPool,
                   outstanding,
-                  ticker,
+                  clock,
                   configuration.maxInFlight(),
                   configuration.progressDeadline(),
                   configuration.completionDeadline(),

@@ -1,6 +1,5 @@
 package dev.dma.core.internal;
 
-import com.google.common.base.Ticker;
 import dev.dma.api.BatchCompleter;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
@@ -12,6 +11,7 @@ import dev.dma.api.Outcome;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.ChecksumPool;
+import dev.dma.core.NanoClock;
 import dev.dma.core.internal.peers.PeerTable;
 import dev.dma.core.internal.regions.LocalRegions;
 import dev.dma.core.internal.regions.Registration;
@@ -68,6 +68,17 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /** The text of every transfer that never reached the wire because the worker went away. */
   public static final String WORKER_GONE = "fabric worker is gone";
 
+  /** The text of a checksummed transfer refused because its operand is confined to one thread. */
+  public static final String CONFINED_CHECKSUM =
+      "a checksummed transfer's operand is in a confined arena, which its checksum-pool thread"
+          + " cannot read; use a shared, global or automatic arena segment, or no checksum";
+
+  /**
+   * A thread that owns no arena, since it never runs: a segment it may access is accessible from
+   * every thread (shared, global or automatic), a confined one is not.
+   */
+  private static final Thread NO_ARENA_OWNER = Thread.ofPlatform().unstarted(() -> {});
+
   /**
    * How many times a transfer is posted again after its connection was reset under it (an endpoint
    * reset, or a connection-level error completion) before it fails: RMA writes and reads are
@@ -92,7 +103,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final BatchCompleter<T> completer;
   private final ChecksumPool pool;
   private final AtomicLong outstanding;
-  private final Ticker ticker;
+  private final NanoClock ticker;
   private final long progressDeadlineNs;
   private final String deadlineText;
   private final long completionDeadlineNs;
@@ -166,7 +177,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       BatchCompleter<T> completer,
       ChecksumPool pool,
       AtomicLong outstanding,
-      Ticker ticker,
+      NanoClock ticker,
       int configuredCap,
       Duration progressDeadline,
       Duration completionDeadline,
@@ -194,7 +205,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     this.addressChanged = addressChanged;
     this.localAddress = endpoint.localAddress();
     this.backoff = new Backoff(channel);
-    this.now = ticker.read();
+    this.now = ticker.nanoTime();
     // A stale incarnation leaves the address vector only when its holders' ops are done, as every
     // other removal does.
     peers.deferRemovalWhile(clientId -> clients.get(clientId) != null);
@@ -292,7 +303,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       // the deadlines compare against it, so it lags real time by at most CLOCK_PASSES busy
       // passes (microseconds), never by a park.
       if ((++passes & (CLOCK_PASSES - 1)) == 0) {
-        now = ticker.read();
+        now = ticker.nanoTime();
       }
 
       int posted = postPass();
@@ -365,7 +376,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
           // Only after a real block: a resubmitting completer (a closed loop) leaves a message
           // every time, and a clock read per transfer there cost a sixth of it (JMH, fake).
           if (channel.park()) {
-            now = ticker.read();
+            now = ticker.nanoTime();
           }
         }
         // Work in flight or stalled on -FI_EAGAIN, and nothing moved: spin for the completion
@@ -373,7 +384,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         // silent does not cost a core.
         case YIELD, SPIN -> {
           if (backoff.idle()) {
-            now = ticker.read();
+            now = ticker.nanoTime();
           }
         }
         case CONTINUE -> backoff.reset();
@@ -649,6 +660,13 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       // Known bad before posting: the only protection where the provider checks neither keys nor
       // bounds (shm), and a torn-down connection spared elsewhere (tcp;ofi_rxm).
       refuseAtIntake(context, DmaException.fabric(DmaException.Reason.BAD_REQUEST, outside));
+      return;
+    }
+    if (request.wantChecksum() && !operand.isAccessibleBy(NO_ARENA_OWNER)) {
+      // Refused before the RMA: the CRC is taken on a pool thread, which would get a
+      // WrongThreadException only after the bytes had moved.
+      refuseAtIntake(
+          context, DmaException.fabric(DmaException.Reason.BAD_REQUEST, CONFINED_CHECKSUM));
       return;
     }
     Op<T> op = spareOps.pollFirst();

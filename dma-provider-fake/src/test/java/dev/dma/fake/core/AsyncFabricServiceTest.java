@@ -1,6 +1,9 @@
 package dev.dma.fake.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
@@ -8,65 +11,202 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
+import dev.dma.api.Operands;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.AsyncFabricService;
+import dev.dma.core.internal.FabricWorker;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 class AsyncFabricServiceTest {
+  private FakeFabric fabric;
+  private Arena arena;
+  private FakeEndpoint target;
+  private MemorySegment remote;
+  private Advertisement ad;
+
+  @BeforeEach
+  void setUp() {
+    fabric = FakeFabric.create("async-test");
+    arena = Arena.ofShared();
+    target = fabric.openEndpoint();
+    remote = arena.allocate(4096);
+    ad = target.expose(remote, true, true).advertisement();
+  }
+
+  @AfterEach
+  void tearDown() {
+    target.close();
+    arena.close();
+    fabric.close();
+  }
+
+  private DmaConfiguration.Builder configuration() {
+    return DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name()));
+  }
+
+  private AsyncFabricService<Buffer> start(Executor executor) {
+    return AsyncFabricService.start(configuration().build(), null, null, executor);
+  }
+
+  /** The DmaException a future failed with, checking that it failed exceptionally. */
+  private static DmaException failure(CompletableFuture<?> future) throws Exception {
+    ExecutionException failed =
+        assertThrows(ExecutionException.class, () -> future.get(10, TimeUnit.SECONDS));
+    assertTrue(future.isCompletedExceptionally());
+    return assertInstanceOf(DmaException.class, failed.getCause());
+  }
+
   @Test
   void aFuturePerTransferAndCancellingNeverCancelsTheRma() throws Exception {
-    try (FakeFabric fabric = FakeFabric.create("async-test");
-        Arena arena = Arena.ofShared()) {
-      FakeEndpoint target = fabric.openEndpoint();
-      MemorySegment remote = arena.allocate(4096);
-      Advertisement ad = target.expose(remote, true, true).advertisement();
-      DmaConfiguration configuration =
-          DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
-      AsyncFabricService<Buffer> service = AsyncFabricService.start(configuration);
-      try {
-        MemorySegment local = arena.allocate(4096);
-        local.fill((byte) 0x42);
-        Buffer buffer = new Buffer(1, local);
-        Completion<Buffer> done =
-            service
-                .transfer(TransferRequest.to(1, ad, Direction.TO_PEER, true, buffer))
-                .get(10, TimeUnit.SECONDS);
-        assertEquals(buffer, done.context());
-        assertEquals(Checksums.crc32c(local), done.outcome().done().checksum().orElseThrow());
+    AsyncFabricService<Buffer> service = AsyncFabricService.start(configuration().build());
+    try {
+      MemorySegment local = arena.allocate(4096);
+      local.fill((byte) 0x42);
+      Buffer buffer = new Buffer(1, local);
+      Completion<Buffer> done =
+          service
+              .transfer(TransferRequest.to(1, ad, Direction.TO_PEER, true, buffer))
+              .get(10, TimeUnit.SECONDS);
+      assertEquals(buffer, done.context());
+      assertEquals(Checksums.crc32c(local), done.outcome().done().checksum().orElseThrow());
 
-        // Abandon a transfer whose completion is held: the bytes still land.
+      // Abandon a transfer whose completion is held: the bytes still land.
+      fabric.script().holdCompletions();
+      MemorySegment second = arena.allocate(4096);
+      second.fill((byte) 0x17);
+      CompletableFuture<Completion<Buffer>> abandoned =
+          service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(2, second)));
+      assertTrue(abandoned.cancel(true));
+      assertEquals(1, service.outstanding());
+      fabric.script().stopHolding();
+      fabric.script().releaseCompletions();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (service.outstanding() > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(1);
+      }
+      assertEquals(0, service.outstanding());
+      assertEquals(Checksums.crc32c(second), Checksums.crc32c(remote));
+    } finally {
+      service.close();
+    }
+    // A closed service refuses at once: the future is already failed with CLOSED.
+    Buffer late = new Buffer(3, arena.allocate(8));
+    CompletableFuture<Completion<Buffer>> refused =
+        service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, late));
+    assertTrue(refused.isDone());
+    DmaException closed = failure(refused);
+    assertEquals(DmaException.Reason.CLOSED, closed.reason());
+    assertEquals(FabricWorker.WORKER_GONE, closed.getMessage());
+  }
+
+  @Test
+  void aFailedTransferFailsItsFutureExceptionallyWithTheTypedError() throws Exception {
+    try (AsyncFabricService<Buffer> service = AsyncFabricService.start(configuration().build())) {
+      // No source: the worker fails it at intake.
+      DmaException error =
+          failure(service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(1, null))));
+      assertEquals(DmaException.Reason.BAD_REQUEST, error.reason());
+      assertEquals(Operands.NO_SOURCE, error.getMessage());
+    }
+  }
+
+  @Test
+  void backpressureFailsTheFutureAtOnce() throws Exception {
+    DmaConfiguration configuration = configuration().maxInFlight(1).maxPending(1).build();
+    try (AsyncFabricService<Buffer> service = AsyncFabricService.start(configuration)) {
+      fabric.script().holdCompletions();
+      MemorySegment local = arena.allocate(64);
+      List<CompletableFuture<Completion<Buffer>>> accepted =
+          List.of(
+              service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(1, local))),
+              service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(2, local))));
+      CompletableFuture<Completion<Buffer>> refused =
+          service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(3, local)));
+      assertTrue(refused.isDone());
+      DmaException full = failure(refused);
+      assertEquals(DmaException.Reason.BACKPRESSURE, full.reason());
+      assertTrue(full.retryable());
+      assertEquals(2, service.outstanding());
+      fabric.script().stopHolding();
+      fabric.script().releaseCompletions();
+      for (CompletableFuture<Completion<Buffer>> future : accepted) {
+        assertTrue(future.get(10, TimeUnit.SECONDS).outcome().isDone());
+      }
+    }
+  }
+
+  @Test
+  void dependentStagesRunOnTheExecutorNotTheFabricWorker() throws Exception {
+    ExecutorService executor = Executors.newSingleThreadExecutor(r -> new Thread(r, "user-stages"));
+    try (AsyncFabricService<Buffer> service = start(executor)) {
+      for (boolean checksum : new boolean[] {false, true}) {
         fabric.script().holdCompletions();
-        MemorySegment second = arena.allocate(4096);
-        second.fill((byte) 0x17);
-        CompletableFuture<Completion<Buffer>> abandoned =
-            service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(2, second)));
-        assertTrue(abandoned.cancel(true));
-        assertEquals(1, service.outstanding());
+        CompletableFuture<Completion<Buffer>> future =
+            service.transfer(
+                TransferRequest.to(1, ad, Direction.TO_PEER, checksum, new Buffer(1, arena.allocate(64))));
+        // Attached while the completion is held, so it runs wherever the future is completed.
+        CompletableFuture<String> stage = future.thenApply(done -> Thread.currentThread().getName());
+        assertFalse(stage.isDone());
         fabric.script().stopHolding();
         fabric.script().releaseCompletions();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (service.outstanding() > 0 && System.nanoTime() < deadline) {
-          Thread.sleep(1);
-        }
-        assertEquals(0, service.outstanding());
-        assertEquals(Checksums.crc32c(second), Checksums.crc32c(remote));
-      } finally {
-        service.close();
+        assertEquals("user-stages", stage.get(10, TimeUnit.SECONDS), "checksum=" + checksum);
       }
-      // A closed service answers at once, handing the context back in a failed completion.
-      Buffer late = new Buffer(3, arena.allocate(8));
-      Completion<Buffer> refused =
-          service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, late)).get();
-      assertEquals(late, refused.context());
-      assertEquals("fabric worker is gone", refused.outcome().error().getMessage());
-      target.close();
+    } finally {
+      executor.shutdownNow();
+    }
+  }
+
+  @Test
+  void anInlineExecutorCompletesOnTheFabricWorker() throws Exception {
+    try (AsyncFabricService<Buffer> service = start(Runnable::run)) {
+      fabric.script().holdCompletions();
+      CompletableFuture<Completion<Buffer>> future =
+          service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(1, arena.allocate(64))));
+      CompletableFuture<String> stage = future.thenApply(done -> Thread.currentThread().getName());
+      fabric.script().stopHolding();
+      fabric.script().releaseCompletions();
+      String thread = stage.get(10, TimeUnit.SECONDS);
+      assertTrue(thread.startsWith("fabric-"), thread);
+    }
+  }
+
+  @Test
+  void aChecksummedTransferOfAConfinedSegmentIsRefusedBeforeTheRma() throws Exception {
+    try (AsyncFabricService<Buffer> service = AsyncFabricService.start(configuration().build());
+        Arena confined = Arena.ofConfined()) {
+      MemorySegment local = confined.allocate(4096);
+      local.fill((byte) 0x5A);
+      int untouched = Checksums.crc32c(remote);
+      for (Direction direction : List.of(Direction.TO_PEER, new Direction.FromPeer(4096))) {
+        DmaException refused =
+            failure(service.transfer(TransferRequest.to(1, ad, direction, true, new Buffer(1, local))));
+        assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason(), direction.toString());
+        assertEquals(FabricWorker.CONFINED_CHECKSUM, refused.getMessage());
+        assertEquals(untouched, Checksums.crc32c(remote), "no RMA happened: " + direction);
+        assertEquals((byte) 0x5A, local.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
+      }
+      // Without a checksum nothing reads it off its thread: the same segment transfers.
+      assertTrue(
+          service
+              .transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(2, local)))
+              .get(10, TimeUnit.SECONDS)
+              .outcome()
+              .isDone());
+      assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
     }
   }
 }

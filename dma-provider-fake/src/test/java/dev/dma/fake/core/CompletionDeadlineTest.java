@@ -101,7 +101,7 @@ class CompletionDeadlineTest {
                     .completionDeadline(DEADLINE))
             .build();
     service =
-        FabricService.<Buffer>builder(configuration).completer(completer).ticker(ticker).start();
+        FabricService.<Buffer>builder(configuration).completer(completer).clock(ticker).start();
     return service;
   }
 

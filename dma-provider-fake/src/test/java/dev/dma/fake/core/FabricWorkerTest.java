@@ -88,7 +88,7 @@ class FabricWorkerTest {
     service =
         FabricService.<Buffer>builder(tweak.apply(configuration()).build())
             .completer(recorder)
-            .ticker(ticker)
+            .clock(ticker)
             .start();
     return service;
   }
@@ -238,7 +238,7 @@ class FabricWorkerTest {
     try (FabricService<Operands> plain =
         FabricService.<Operands>builder(configuration().build())
             .completer(plainRecorder)
-            .ticker(ticker)
+            .clock(ticker)
             .start()) {
       assertTrue(plain.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, none)));
       Completion<Operands> noSource = plainRecorder.take();
@@ -392,7 +392,7 @@ class FabricWorkerTest {
                   }
                   recorder.complete(batch);
                 })
-            .ticker(ticker)
+            .clock(ticker)
             .start();
     assertTrue(service.submit(write(1, local(1, 64, 0), false)));
     waitUntil(() -> calls.get() == 1);
