@@ -210,7 +210,7 @@ class CompletionDeadlineTest {
     holdStuck();
     assertTrue(service.submit(write(STUCK, stuckAd, pattern(100, 512, 1))));
     waitUntil(() -> fabric.script().heldCompletions() == 1);
-    ticker.advance(Duration.ofSeconds(1));
+    ticker.advanceAndAwaitRead(Duration.ofSeconds(1));
     // Hold the live client's op too, posted a second later, so the reset catches it in flight
     // before its own deadline.
     fabric.script().holdCompletions();
