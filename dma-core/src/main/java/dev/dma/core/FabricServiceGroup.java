@@ -1,14 +1,10 @@
-package dev.dma.provider.efa;
+package dev.dma.core;
 
 import dev.dma.api.BatchCompleter;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import dev.dma.api.TransferRequest;
-import dev.dma.core.ChecksumPool;
-import dev.dma.core.FabricProviders;
-import dev.dma.core.FabricService;
-import dev.dma.core.MemoryRegion;
 import dev.dma.spi.FabricProvider;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
