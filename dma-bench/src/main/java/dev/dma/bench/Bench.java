@@ -285,7 +285,8 @@ final class Bench {
     private final FabricService<ClosedLoop.Slot> service;
     private final FabricServiceGroup<ClosedLoop.Slot> group;
 
-    private Side(FabricService<ClosedLoop.Slot> service, FabricServiceGroup<ClosedLoop.Slot> group) {
+    private Side(
+        FabricService<ClosedLoop.Slot> service, FabricServiceGroup<ClosedLoop.Slot> group) {
       this.service = service;
       this.group = group;
     }

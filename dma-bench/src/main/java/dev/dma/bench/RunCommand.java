@@ -65,7 +65,8 @@ public final class RunCommand implements Callable<Integer> {
   @Option(
       names = "--stripe-threshold",
       paramLabel = "SIZE",
-      description = "with --devices > 1, stripe transfers of at least SIZE (default: ${DEFAULT-VALUE})")
+      description =
+          "with --devices > 1, stripe transfers of at least SIZE (default: ${DEFAULT-VALUE})")
   String stripeThreshold = "1m";
 
   boolean terminal;
@@ -85,7 +86,8 @@ public final class RunCommand implements Callable<Integer> {
               + " such as tcp");
     }
     if (devices < 1) {
-      throw new ParameterException(spec.commandLine(), "--devices must be at least 1, not " + devices);
+      throw new ParameterException(
+          spec.commandLine(), "--devices must be at least 1, not " + devices);
     }
     long threshold;
     try {

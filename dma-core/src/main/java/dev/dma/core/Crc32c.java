@@ -60,7 +60,8 @@ public final class Crc32c {
         }
       }
       m >>>= 1;
-      multiplicand = (multiplicand & 1) != 0 ? (multiplicand >>> 1) ^ POLYNOMIAL : multiplicand >>> 1;
+      multiplicand =
+          (multiplicand & 1) != 0 ? (multiplicand >>> 1) ^ POLYNOMIAL : multiplicand >>> 1;
     }
   }
 

@@ -195,7 +195,9 @@ class StripedGroupFakeTest {
     assertTrue(group.submit(read(3, landing, LENGTH)));
     await(() -> fabric.script().heldCompletions() == 1, "device 2 holds its chunk");
     await(
-        () -> group.services().get(0).outstanding() == 0 && group.services().get(1).outstanding() == 0,
+        () ->
+            group.services().get(0).outstanding() == 0
+                && group.services().get(1).outstanding() == 0,
         "devices 0 and 1 finished their chunks");
     assertEquals(0, completions.pending(), "the held chunk holds the transfer");
     assertEquals(1, fabric.script().releaseCompletions());

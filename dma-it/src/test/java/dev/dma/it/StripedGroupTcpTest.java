@@ -49,7 +49,9 @@ class StripedGroupTcpTest {
       Patterns.fill(local, 4);
       Advertisement ad = target.expose(remote, true, true).advertisement();
 
-      assertEquals(true, group.submit(TransferRequest.to(1, ad, Direction.TO_PEER, true, new Buffer(1, local))));
+      assertEquals(
+          true,
+          group.submit(TransferRequest.to(1, ad, Direction.TO_PEER, true, new Buffer(1, local))));
       Completion<Buffer> written = completions.take();
       TransferDone sent = written.outcome().done();
       assertEquals(1, written.context().id());
