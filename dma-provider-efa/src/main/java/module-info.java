@@ -1,8 +1,9 @@
 /**
  * Providers {@code efa-direct} and {@code efa}: libfabric RMA on AWS Elastic Fabric Adapter through
  * the generic endpoint of {@code dev.dma.libfabric}, with EFA's address identity, error advice, the
- * {@code efa} fabric's handshake rule, and {@link dev.dma.provider.efa.FabricServiceGroup} for
- * instances with several EFA devices.
+ * {@code efa} fabric's handshake rule. Instances with several EFA devices use {@link
+ * dev.dma.core.FabricServiceGroup} (in {@code dma-core}, over any provider), one service per device
+ * that the provider's {@code discoverDomains} lists.
  */
 module dev.dma.provider.efa {
   requires transitive dev.dma.libfabric;

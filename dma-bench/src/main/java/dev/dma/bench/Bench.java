@@ -5,6 +5,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
+import dev.dma.core.FabricServiceGroup;
 import io.opentelemetry.api.OpenTelemetry;
 import dev.dma.core.MemoryRegion;
 import dev.dma.spi.FabricProvider;
@@ -70,20 +71,51 @@ final class Bench {
    */
   static List<Result> run(Plan plan, Progress progress, OpenTelemetry openTelemetry)
       throws Exception {
+    return run(plan, progress, openTelemetry, Striping.NONE);
+  }
+
+  /**
+   * How many devices the initiating side drives and from what size it stripes over them.
+   *
+   * @param devices services in a {@link FabricServiceGroup}; 1 is one plain {@link FabricService}
+   * @param device the domain each of the group's services opens (loopback: N endpoints on it)
+   * @param thresholdBytes transfers of at least this size are striped over every device
+   */
+  record Striping(int devices, String device, long thresholdBytes) {
+    static final Striping NONE = new Striping(1, null, 0);
+  }
+
+  /**
+   * Runs every point of the plan on one service or, with {@code striping.devices() > 1}, on a
+   * group of that many services that stripes transfers at the threshold.
+   *
+   * @param plan what to measure
+   * @param progress where to draw progress
+   * @param openTelemetry where a single service's spans and metrics go (a group records none)
+   * @param striping the devices
+   * @return one result per point, in order
+   * @throws Exception when set-up fails (provider, endpoint, target, control connection)
+   */
+  static List<Result> run(
+      Plan plan, Progress progress, OpenTelemetry openTelemetry, Striping striping)
+      throws Exception {
     DmaConfiguration configuration =
         configuration(plan.provider(), plan.bind().orElse(null), plan.window());
     FabricProvider provider = FabricProviders.select(configuration);
     ClosedLoop loop = new ClosedLoop(plan.window());
     List<Result> results = new ArrayList<>();
     try (Arena arena = Arena.ofShared();
-        FabricService<ClosedLoop.Slot> service =
-            FabricService.<ClosedLoop.Slot>builder(configuration)
-                .provider(provider)
-                .completer(loop)
-                .openTelemetry(openTelemetry)
-                .start();
+        Side service = Side.open(configuration, provider, loop, openTelemetry, striping);
         Targets targets = Targets.open(plan, configuration, provider, service.localAddress())) {
-      loop.bind(service);
+      if (striping.devices() > 1) {
+        progress.note(
+            String.format(
+                Locale.ROOT,
+                "note: %d devices (%s each), transfers of %s or more striped over all of them",
+                striping.devices(),
+                striping.device(),
+                Sizes.format(striping.thresholdBytes())));
+      }
       for (Control.TargetAd ad : targets.ads()) {
         if (ad.lengthBytes() < plan.maxSize()) {
           throw new IllegalArgumentException(
@@ -243,6 +275,88 @@ final class Bench {
             result.p99Nanos() / 1e3,
             result.errors()));
     return result;
+  }
+
+  /**
+   * The initiating side: one service, or a group of services that stripes. Used by the run's
+   * thread; the loop resubmits to it from completer threads.
+   */
+  private static final class Side implements AutoCloseable {
+    private final FabricService<ClosedLoop.Slot> service;
+    private final FabricServiceGroup<ClosedLoop.Slot> group;
+
+    private Side(
+        FabricService<ClosedLoop.Slot> service, FabricServiceGroup<ClosedLoop.Slot> group) {
+      this.service = service;
+      this.group = group;
+    }
+
+    static Side open(
+        DmaConfiguration configuration,
+        FabricProvider provider,
+        ClosedLoop loop,
+        OpenTelemetry openTelemetry,
+        Striping striping) {
+      if (striping.devices() <= 1) {
+        FabricService<ClosedLoop.Slot> service =
+            FabricService.<ClosedLoop.Slot>builder(configuration)
+                .provider(provider)
+                .completer(loop)
+                .openTelemetry(openTelemetry)
+                .start();
+        loop.bind(service);
+        return new Side(service, null);
+      }
+      DmaConfiguration devices =
+          configuration.toBuilder()
+              .interfaces(java.util.Collections.nCopies(striping.devices(), striping.device()))
+              .build();
+      FabricServiceGroup<ClosedLoop.Slot> group =
+          FabricServiceGroup.<ClosedLoop.Slot>builder(devices)
+              .provider(provider)
+              .completer(loop)
+              .stripeThresholdBytes(striping.thresholdBytes())
+              .start();
+      loop.bind(group);
+      return new Side(null, group);
+    }
+
+    private FabricService<ClosedLoop.Slot> first() {
+      return service != null ? service : group.services().getFirst();
+    }
+
+    byte[] localAddress() {
+      return first().localAddress();
+    }
+
+    int inFlightCap() {
+      return first().inFlightCap();
+    }
+
+    dev.dma.spi.EndpointInfo endpointInfo() {
+      return first().endpointInfo();
+    }
+
+    void addPeer(long clientId, byte[] address) {
+      if (service != null) {
+        service.addPeer(clientId, address);
+      } else {
+        group.addPeer(clientId, address);
+      }
+    }
+
+    MemoryRegion register(MemorySegment segment) {
+      return service != null ? service.register(segment) : group.register(segment);
+    }
+
+    @Override
+    public void close() {
+      if (service != null) {
+        service.close();
+      } else {
+        group.close();
+      }
+    }
   }
 
   /** The targets of a run, wherever they are; closing releases them. */

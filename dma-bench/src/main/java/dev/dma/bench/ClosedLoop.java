@@ -7,8 +7,10 @@ import dev.dma.api.Direction;
 import dev.dma.api.Operands;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
+import dev.dma.core.FabricServiceGroup;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.function.Predicate;
 
 /**
  * Keeps {@code window} transfers outstanding on one {@link FabricService}: every completion is
@@ -76,7 +78,7 @@ public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot> {
 
   private final Slot[] slots;
   private final LatencyHistogram histogram = new LatencyHistogram();
-  private FabricService<Slot> service;
+  private Predicate<TransferRequest<Slot>> service;
 
   // Guarded by this.
   private boolean measuring;
@@ -113,7 +115,16 @@ public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot> {
    * @param value the running service
    */
   public synchronized void bind(FabricService<Slot> value) {
-    this.service = value;
+    this.service = value::submit;
+  }
+
+  /**
+   * Names the group of services to resubmit to, as {@link #bind(FabricService)}.
+   *
+   * @param value the running group
+   */
+  public synchronized void bind(FabricServiceGroup<Slot> value) {
+    this.service = value::submit;
   }
 
   /**
@@ -320,7 +331,7 @@ public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot> {
 
   /** Submits under the lock; a refused submit (the worker is gone) counts as a failure. */
   private void submit(Slot slot) {
-    if (!service.submit(slot.request)) {
+    if (!service.test(slot.request)) {
       outstanding--;
       if (measuring) {
         failed++;

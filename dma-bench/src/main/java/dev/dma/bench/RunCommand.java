@@ -45,6 +45,30 @@ public final class RunCommand implements Callable<Integer> {
           "install the OpenTelemetry SDK (metrics only) for the run and print what dma recorded")
   boolean otel;
 
+  @Option(
+      names = "--devices",
+      paramLabel = "N",
+      description =
+          "initiate on a FabricServiceGroup of N services (N endpoints on --interface) that stripes"
+              + " transfers of --stripe-threshold or more over all of them (default: 1, one plain"
+              + " service)")
+  int devices = 1;
+
+  @Option(
+      names = "--interface",
+      paramLabel = "NAME",
+      description =
+          "the domain each of the --devices services opens (default: lo; the fake's fabric fake0"
+              + " for the fake)")
+  String device;
+
+  @Option(
+      names = "--stripe-threshold",
+      paramLabel = "SIZE",
+      description =
+          "with --devices > 1, stripe transfers of at least SIZE (default: ${DEFAULT-VALUE})")
+  String stripeThreshold = "1m";
+
   boolean terminal;
 
   /** Created by picocli. */
@@ -61,9 +85,26 @@ public final class RunCommand implements Callable<Integer> {
           "the fake provider's fabric lives inside one JVM; --processes 2 needs a real provider"
               + " such as tcp");
     }
+    if (devices < 1) {
+      throw new ParameterException(
+          spec.commandLine(), "--devices must be at least 1, not " + devices);
+    }
+    long threshold;
+    try {
+      threshold = Sizes.parse(stripeThreshold);
+    } catch (IllegalArgumentException e) {
+      throw new ParameterException(spec.commandLine(), "--stripe-threshold: " + e.getMessage());
+    }
+    Bench.Striping striping =
+        new Bench.Striping(
+            devices,
+            device != null ? device : load.provider.equals("fake") ? "fake0" : "lo",
+            threshold);
     Plan plan = load.plan(Optional.of(bind), processes, Optional.empty(), List.of());
     if (!otel) {
-      return execute(plan, load, spec.commandLine().getOut(), spec.commandLine().getErr(), terminal);
+      return execute(
+          plan, load, spec.commandLine().getOut(), spec.commandLine().getErr(), terminal,
+          io.opentelemetry.api.OpenTelemetry.noop(), striping);
     }
     try (OtelReport report = OtelReport.install()) {
       int status =
@@ -73,7 +114,8 @@ public final class RunCommand implements Callable<Integer> {
               spec.commandLine().getOut(),
               spec.commandLine().getErr(),
               terminal,
-              report.openTelemetry());
+              report.openTelemetry(),
+              striping);
       report.print(spec.commandLine().getOut());
       return status;
     }
@@ -93,8 +135,20 @@ public final class RunCommand implements Callable<Integer> {
       boolean terminal,
       io.opentelemetry.api.OpenTelemetry openTelemetry)
       throws Exception {
+    return execute(plan, load, out, err, terminal, openTelemetry, Bench.Striping.NONE);
+  }
+
+  static int execute(
+      Plan plan,
+      LoadOptions load,
+      PrintWriter out,
+      PrintWriter err,
+      boolean terminal,
+      io.opentelemetry.api.OpenTelemetry openTelemetry,
+      Bench.Striping striping)
+      throws Exception {
     Progress progress = new Progress(err, terminal, !load.noProgress);
-    List<Result> results = Bench.run(plan, progress, openTelemetry);
+    List<Result> results = Bench.run(plan, progress, openTelemetry, striping);
     load.report(results, out);
     long errors = 0;
     for (Result r : results) {

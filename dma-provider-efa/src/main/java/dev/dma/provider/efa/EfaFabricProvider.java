@@ -10,8 +10,8 @@ import java.util.List;
  * What both EFA providers share: endpoints are {@link EfaEndpoint}s over the generic libfabric
  * endpoint, opened with the {@linkplain EfaFabric#policy() policy} of one {@link EfaFabric} and
  * checked with {@link EfaDecisions}. Leave {@code bind} unset: EFA binds to the device and
- * advertises its own 32-byte address. With several EFA devices, use {@link FabricServiceGroup} (one
- * service per device).
+ * advertises its own 32-byte address. With several EFA devices, use {@link
+ * dev.dma.core.FabricServiceGroup} (one service per device {@link #discoverDomains} lists).
  *
  * <p>Stateless and thread-safe; {@link #availability()} is computed once per fabric.
  */

@@ -10,6 +10,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.PassiveTarget;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -11,6 +11,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.MemoryRegion;
 import dev.dma.core.PassiveTarget;
 import dev.dma.fake.FakeEndpoint;
@@ -23,18 +24,13 @@ import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** One service per device, over the fake: two fake fabrics, or two endpoints on one, as devices. */
+/**
+ * {@link FabricServiceGroup} (dma-core) over the EFA providers' rules, on the fake: two fake fabrics,
+ * or two endpoints on one, as devices.
+ */
 class FabricServiceGroupTest {
   private static DmaConfiguration on(List<String> interfaces) {
     return DmaConfiguration.builder().providers("fake").interfaces(interfaces).build();
-  }
-
-  @Test
-  void pickPrefersARunningThenTheLessLoadedDevice() {
-    assertEquals(1, FabricServiceGroup.pick(0, true, 5, 1, true, 4));
-    assertEquals(0, FabricServiceGroup.pick(0, true, 4, 1, true, 4), "ties keep the first");
-    assertEquals(0, FabricServiceGroup.pick(0, true, 100, 1, false, 0));
-    assertEquals(1, FabricServiceGroup.pick(0, false, 0, 1, true, 100));
   }
 
   @Test

@@ -1,0 +1,724 @@
+package dev.dma.core;
+
+import dev.dma.api.BatchCompleter;
+import dev.dma.api.CacheableSpan;
+import dev.dma.api.Completion;
+import dev.dma.api.Direction;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
+import dev.dma.api.Operands;
+import dev.dma.api.Outcome;
+import dev.dma.api.TransferDone;
+import dev.dma.api.TransferRequest;
+import dev.dma.spi.FabricProvider;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * One {@link FabricService} per device, used as one: an EFA instance has 2 to 32 EFA devices (p4d
+ * 4, p5 32), and one endpoint cannot drive more than its own. Works over any provider (the fake's
+ * fabrics stand in for devices in tests).
+ *
+ * <h2>Devices</h2>
+ *
+ * The configuration's {@code interfaces} when it names any, otherwise every domain the provider's
+ * {@link FabricProvider#discoverDomains discoverDomains} lists; each service opens with {@code
+ * interfaces} pinned to its one device. They share one {@link ChecksumPool}.
+ *
+ * <h2>Spreading</h2>
+ *
+ * {@link #submit} picks two different devices at random and gives the transfer to the one with
+ * fewer {@linkplain FabricService#outstanding() outstanding} transfers (power of two choices:
+ * nearly the balance of asking every device, at the cost of two reads). With two devices that is
+ * always the less loaded one. A device whose worker is gone is skipped.
+ *
+ * <h2>Peers</h2>
+ *
+ * Any device may carry any client's transfer, so {@link #addPeer} and {@link #removePeer} reach
+ * every device, and on efa-direct a client's passive target must insert <em>every</em> address of
+ * {@link #localAddresses()} before it advertises (initiator first). {@link #register} pins on every
+ * device.
+ *
+ * <h2>Striping</h2>
+ *
+ * With {@link Builder#stripeThresholdBytes(long)} set, a transfer of at least that many bytes is
+ * split into {@link Builder#stripeChunks(int)} chunks (by default one per device), each a
+ * contiguous, page-aligned slice of the local operand (the source of a write, the one landing
+ * buffer of a read) at the matching offset of the remote address, posted on consecutive devices at
+ * once. The caller sees one transfer: exactly one {@link Completion} for its context, delivered
+ * when <em>every</em> chunk has completed or failed (each bounded by its own device's progress
+ * deadline), never earlier. It fails with the first chunk error to arrive; the others still run to
+ * their end first, so no provider touches the operand once the completion is out.
+ *
+ * <p>A checksum covers the whole operand: each chunk is hashed on the checksum pool as it
+ * completes, and the last one combines the chunks' CRC-32Cs with {@link Crc32c#combine} (about 40
+ * ns a chunk). Hashing the whole operand once after the last chunk costs the same CPU but adds all
+ * of it (258 us for 16 MiB here) to the transfer's latency on one thread; combining leaves only
+ * the last chunk's own hash. A striped transfer allocates its chunk requests and one aggregate; a
+ * transfer below the threshold takes the allocation-free path unchanged.
+ *
+ * <p>To size a striped write, the group asks the context's {@link Operands#source()} on the
+ * submitting thread (the worker asks again when the write is not striped, so a source must answer
+ * the same segment each time). A striped read asks {@link Operands#allocate(long)} once, on the
+ * submitting thread; when that fails, the failed completion is delivered on the submitting thread.
+ * {@link Operands#cacheableSpan()} may be asked by several workers at once for one striped
+ * transfer.
+ *
+ * <p>Threads: every method is thread-safe; {@link #submit} of a transfer that is not striped
+ * allocates nothing and takes no lock. The completer runs on every device's worker and checksum
+ * threads, possibly at once; the completion of a striped transfer runs on the thread that finished
+ * its last chunk. Ownership: the group owns its services and pool; {@link #close()} closes them
+ * all.
+ *
+ * @param <T> the caller context type
+ */
+public final class FabricServiceGroup<T extends Operands> implements AutoCloseable {
+  private final List<FabricService<T>> services;
+  private final FabricService<T>[] array;
+  private final List<String> devices;
+  private final ChecksumPool pool;
+  private final Router<T> router;
+  private final long stripeThresholdBytes;
+  private final int stripeChunks;
+
+  // The array is read on every submit; generic arrays need the raw type once, here.
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  private FabricServiceGroup(
+      List<FabricService<T>> services,
+      List<String> devices,
+      ChecksumPool pool,
+      Router<T> router,
+      long stripeThresholdBytes,
+      int stripeChunks) {
+    this.services = List.copyOf(services);
+    this.array = services.toArray(new FabricService[0]);
+    this.devices = List.copyOf(devices);
+    this.pool = pool;
+    this.router = router;
+    this.stripeThresholdBytes = stripeThresholdBytes;
+    this.stripeChunks = stripeChunks;
+  }
+
+  /**
+   * A builder for a group on a configuration, with striping off.
+   *
+   * @param <T> the caller context type
+   * @param configuration the configuration; {@code interfaces}, when set, lists the devices
+   * @return the builder
+   */
+  public static <T extends Operands> Builder<T> builder(DmaConfiguration configuration) {
+    return new Builder<>(configuration);
+  }
+
+  /**
+   * Starts one service per device of the provider the configuration names.
+   *
+   * @param <T> the caller context type
+   * @param configuration the configuration
+   * @param completer receives every completion, from every device's worker
+   * @return the running group
+   * @throws DmaException when the provider is unavailable, lists no device, or a service fails to
+   *     start (those already started are closed)
+   */
+  public static <T extends Operands> FabricServiceGroup<T> start(
+      DmaConfiguration configuration, BatchCompleter<T> completer) {
+    return start(configuration, FabricProviders.select(configuration), completer);
+  }
+
+  /**
+   * Starts one service per device of a chosen provider.
+   *
+   * @param <T> the caller context type
+   * @param configuration the configuration; {@code interfaces}, when set, lists the devices
+   * @param provider the provider
+   * @param completer receives every completion, from every device's worker
+   * @return the running group
+   * @throws DmaException when the provider lists no device or a service fails to start (those
+   *     already started are closed)
+   */
+  public static <T extends Operands> FabricServiceGroup<T> start(
+      DmaConfiguration configuration, FabricProvider provider, BatchCompleter<T> completer) {
+    return FabricServiceGroup.<T>builder(configuration)
+        .provider(provider)
+        .completer(completer)
+        .start();
+  }
+
+  private static <T extends Operands> FabricServiceGroup<T> start(Builder<T> builder) {
+    DmaConfiguration configuration = builder.configuration;
+    FabricProvider provider =
+        builder.provider != null ? builder.provider : FabricProviders.select(configuration);
+    if (builder.completer == null) {
+      throw new NullPointerException("completer");
+    }
+    List<String> devices =
+        configuration.interfaces().isEmpty()
+            ? provider.discoverDomains(configuration)
+            : configuration.interfaces();
+    if (devices.isEmpty()) {
+      throw DmaException.fabric(
+          "provider \"" + provider.name() + "\" lists no devices to start a service on");
+    }
+    int chunks = builder.stripeChunks > 0 ? builder.stripeChunks : devices.size();
+    Router<T> router = new Router<>(builder.completer);
+    ChecksumPool pool = new ChecksumPool(configuration.crcPoolThreads());
+    List<FabricService<T>> started = new ArrayList<>(devices.size());
+    try {
+      for (String device : devices) {
+        DmaConfiguration pinned = configuration.toBuilder().interfaces(List.of(device)).build();
+        started.add(
+            FabricService.<T>builder(pinned)
+                .provider(provider)
+                .completer(router)
+                .checksumPool(pool)
+                .start());
+      }
+    } catch (RuntimeException | Error failed) {
+      for (FabricService<T> service : started) {
+        service.close();
+      }
+      pool.close();
+      throw failed;
+    }
+    return new FabricServiceGroup<>(
+        started, devices, pool, router, builder.stripeThresholdBytes, chunks);
+  }
+
+  /**
+   * The services, one per device, in device order.
+   *
+   * @return the services
+   */
+  public List<FabricService<T>> services() {
+    return services;
+  }
+
+  /**
+   * The device (domain) names, in the order of {@link #services()}.
+   *
+   * @return the names
+   */
+  public List<String> devices() {
+    return devices;
+  }
+
+  /**
+   * Every device's address, in device order: a client's passive target inserts all of them
+   * (efa-direct's initiator-first rule), because any device may carry its transfers.
+   *
+   * @return fresh copies
+   */
+  public List<byte[]> localAddresses() {
+    List<byte[]> addresses = new ArrayList<>(array.length);
+    for (FabricService<T> service : array) {
+      addresses.add(service.localAddress());
+    }
+    return addresses;
+  }
+
+  /**
+   * Transfers submitted and not completed, summed over the devices (a relaxed reading).
+   *
+   * @return the count
+   */
+  public long outstanding() {
+    long total = 0;
+    for (FabricService<T> service : array) {
+      total += service.outstanding();
+    }
+    return total;
+  }
+
+  /**
+   * The striping threshold: transfers of at least this many bytes are striped; 0 when off.
+   *
+   * @return the threshold in bytes, or 0
+   */
+  public long stripeThresholdBytes() {
+    return stripeThresholdBytes;
+  }
+
+  /**
+   * How many chunks a striped transfer is split into (fewer when it is too short for that many
+   * {@value #STRIPE_ALIGNMENT}-byte aligned chunks).
+   *
+   * @return the chunk count
+   */
+  public int stripeChunks() {
+    return stripeChunks;
+  }
+
+  /** Chunk boundaries fall on multiples of this many bytes (a page), except the operand's end. */
+  public static final long STRIPE_ALIGNMENT = 4096;
+
+  /**
+   * Submits a transfer: striped over several devices when it reaches the striping threshold,
+   * otherwise to the less loaded of two devices picked at random. Never blocks unless a chosen
+   * worker's queue is full.
+   *
+   * @param request the transfer
+   * @return {@code true} when the group accepted it (exactly one completion follows); {@code false}
+   *     when every worker is gone, in which case the request stays the caller's
+   */
+  public boolean submit(TransferRequest<T> request) {
+    if (stripeThresholdBytes > 0 && stripeChunks > 1) {
+      long length = stripeLength(request);
+      if (length >= stripeThresholdBytes) {
+        return submitStriped(request, length);
+      }
+    }
+    int chosen = choose();
+    if (array[chosen].submit(request)) {
+      return true;
+    }
+    // That worker is gone: any other running one will do.
+    for (int i = 0; i < array.length; i++) {
+      if (i != chosen && array[i].submit(request)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The transfer's length, or -1 when the source is missing (the worker then says why). */
+  private static long stripeLength(TransferRequest<?> request) {
+    if (request.direction() instanceof Direction.FromPeer(long lengthBytes)) {
+      return lengthBytes;
+    }
+    MemorySegment source = request.context().source();
+    return source == null ? -1 : source.byteSize();
+  }
+
+  private boolean submitStriped(TransferRequest<T> request, long length) {
+    T context = request.context();
+    MemorySegment operand;
+    try {
+      operand = Operands.resolve(context, request.direction());
+    } catch (DmaException refused) {
+      if (request.direction() instanceof Direction.ToPeer) {
+        // Not striped after all: the worker resolves it again and fails it exactly as ever.
+        return submitWhole(request);
+      }
+      // A read's landing buffer is allocated once: fail it here rather than ask again.
+      router.deliver(new Completion<>(context, Outcome.failed(refused)));
+      return true;
+    }
+    long chunkBytes = ceilDiv(ceilDiv(length, stripeChunks), STRIPE_ALIGNMENT) * STRIPE_ALIGNMENT;
+    int count = (int) ceilDiv(length, chunkBytes);
+    if (count < 2) {
+      return submitWhole(request);
+    }
+    Stripe<T> stripe = new Stripe<>(context, count, length, request.wantChecksum(), router);
+    int start = choose();
+    for (int i = 0; i < count; i++) {
+      long offset = i * chunkBytes;
+      long size = Math.min(chunkBytes, length - offset);
+      Chunk chunk = new Chunk(stripe, i, operand.asSlice(offset, size));
+      Direction direction =
+          request.direction() instanceof Direction.FromPeer
+              ? Direction.fromPeer(size)
+              : Direction.TO_PEER;
+      TransferRequest<Chunk> part =
+          new TransferRequest<>(
+              request.clientId(),
+              request.peerAddress(),
+              request.remoteKey(),
+              request.remoteAddress() + offset,
+              direction,
+              request.wantChecksum(),
+              chunk,
+              request.remoteBase(),
+              request.remoteLength());
+      if (!submitChunk(part, (start + i) % array.length)) {
+        if (i == 0) {
+          return false; // every worker is gone and nothing was accepted: still the caller's
+        }
+        stripe.chunkDone(
+            i,
+            Outcome.failed(
+                DmaException.fabric("fabric worker is gone: no device accepted chunk " + i)),
+            null);
+      }
+    }
+    return true;
+  }
+
+  private boolean submitWhole(TransferRequest<T> request) {
+    int first = choose();
+    for (int i = 0; i < array.length; i++) {
+      if (array[(first + i) % array.length].submit(request)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A chunk rides a service typed for T: contexts are only ever used as Operands there, and the
+  // router takes every Chunk out of the batches before the caller's completer sees them.
+  @SuppressWarnings("unchecked")
+  private boolean submitChunk(TransferRequest<Chunk> part, int first) {
+    TransferRequest<T> typed = (TransferRequest<T>) (TransferRequest<?>) part;
+    for (int i = 0; i < array.length; i++) {
+      if (array[(first + i) % array.length].submit(typed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static long ceilDiv(long value, long divisor) {
+    return (value + divisor - 1) / divisor;
+  }
+
+  /** Power of two choices among the running devices. */
+  int choose() {
+    int n = array.length;
+    if (n == 1) {
+      return 0;
+    }
+    ThreadLocalRandom random = ThreadLocalRandom.current();
+    int first = random.nextInt(n);
+    int second = random.nextInt(n - 1);
+    if (second >= first) {
+      second++;
+    }
+    return pick(
+        first,
+        array[first].isRunning(),
+        array[first].outstanding(),
+        second,
+        array[second].isRunning(),
+        array[second].outstanding());
+  }
+
+  /** The better of two candidates: a running one over a stopped one, then the less loaded. */
+  static int pick(
+      int first,
+      boolean firstRunning,
+      long firstLoad,
+      int second,
+      boolean secondRunning,
+      long secondLoad) {
+    if (firstRunning != secondRunning) {
+      return firstRunning ? first : second;
+    }
+    return secondLoad < firstLoad ? second : first;
+  }
+
+  /**
+   * Inserts a client's address on every device, so a bad address fails here and any device can
+   * carry its transfers. Blocks until every worker answered.
+   *
+   * @param clientId the client
+   * @param address its fabric address
+   * @throws DmaException the first device's refusal (the others are still asked)
+   */
+  public void addPeer(long clientId, byte[] address) {
+    DmaException first = null;
+    for (FabricService<T> service : array) {
+      try {
+        service.addPeer(clientId, address);
+      } catch (DmaException refused) {
+        if (first == null) {
+          first = refused;
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
+  }
+
+  /**
+   * Releases a client's peer on every device, each once its transfers there complete.
+   *
+   * @param clientId the client
+   */
+  public void removePeer(long clientId) {
+    for (FabricService<T> service : array) {
+      service.removePeer(clientId);
+    }
+  }
+
+  /**
+   * Pins native memory on every device, so operands inside it are cache hits wherever they go. The
+   * returned handle invalidates the registration on every device when closed (the registration
+   * registry is process-wide).
+   *
+   * @param segment native memory that outlives the region and its transfers
+   * @return the region
+   * @throws DmaException as {@link FabricService#register}
+   */
+  public MemoryRegion register(MemorySegment segment) {
+    MemoryRegion first = null;
+    for (FabricService<T> service : array) {
+      MemoryRegion region = service.register(segment);
+      // One handle is enough: closing it invalidates the range on every service's domain, and
+      // closing the others later could retire a newer registration of reused memory.
+      if (first == null) {
+        first = region;
+      }
+    }
+    return first;
+  }
+
+  /** Closes every service (each drains its posted transfers), then the shared pool. Idempotent. */
+  @Override
+  public void close() {
+    for (FabricService<T> service : array) {
+      service.close();
+    }
+    pool.close();
+  }
+
+  @Override
+  public String toString() {
+    return "FabricServiceGroup" + devices;
+  }
+
+  /**
+   * Builds a {@link FabricServiceGroup}. Not thread-safe; one builder per group.
+   *
+   * @param <T> the caller context type
+   */
+  public static final class Builder<T extends Operands> {
+    private final DmaConfiguration configuration;
+    private FabricProvider provider;
+    private BatchCompleter<T> completer;
+    private long stripeThresholdBytes;
+    private int stripeChunks;
+
+    private Builder(DmaConfiguration configuration) {
+      if (configuration == null) {
+        throw new NullPointerException("configuration");
+      }
+      this.configuration = configuration;
+    }
+
+    /**
+     * Sets the provider; by default the one the configuration selects.
+     *
+     * @param value the provider
+     * @return this builder
+     */
+    public Builder<T> provider(FabricProvider value) {
+      this.provider = value;
+      return this;
+    }
+
+    /**
+     * Sets the completer (required): it receives every completion, from every device.
+     *
+     * @param value the completer
+     * @return this builder
+     */
+    public Builder<T> completer(BatchCompleter<T> value) {
+      this.completer = value;
+      return this;
+    }
+
+    /**
+     * Stripes transfers of at least this many bytes over several devices; 0 (the default) turns
+     * striping off. Off by default because striping asks a write's {@code source()} on the
+     * submitting thread and allocates per striped transfer, and because whether it pays depends
+     * on the devices: measure (with {@code dma-bench run --devices N}) and then set it, e.g. 1 MiB
+     * on EFA, where one device's bandwidth is the limit.
+     *
+     * @param value the threshold in bytes, at least 0
+     * @return this builder
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder<T> stripeThresholdBytes(long value) {
+      if (value < 0) {
+        throw new IllegalArgumentException("stripeThresholdBytes is negative: " + value);
+      }
+      this.stripeThresholdBytes = value;
+      return this;
+    }
+
+    /**
+     * How many chunks a striped transfer is split into; 0 (the default) means one per device.
+     *
+     * @param value the chunk count, at least 0
+     * @return this builder
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder<T> stripeChunks(int value) {
+      if (value < 0) {
+        throw new IllegalArgumentException("stripeChunks is negative: " + value);
+      }
+      this.stripeChunks = value;
+      return this;
+    }
+
+    /**
+     * Starts one service per device.
+     *
+     * @return the running group
+     * @throws NullPointerException if no completer was set
+     * @throws DmaException when the provider is unavailable, lists no device, or a service fails
+     *     to start (those already started are closed)
+     */
+    public FabricServiceGroup<T> start() {
+      return FabricServiceGroup.start(this);
+    }
+  }
+
+  /**
+   * The local end of one chunk of a striped transfer: a slice of the whole operand. Its methods
+   * run on the worker of the device that carries it.
+   */
+  static final class Chunk implements Operands {
+    final Stripe<?> stripe;
+    final int index;
+    private final MemorySegment slice;
+
+    Chunk(Stripe<?> stripe, int index, MemorySegment slice) {
+      this.stripe = stripe;
+      this.index = index;
+      this.slice = slice;
+    }
+
+    @Override
+    public MemorySegment source() {
+      return slice;
+    }
+
+    @Override
+    public MemorySegment allocate(long lengthBytes) {
+      return slice;
+    }
+
+    @Override
+    public Optional<CacheableSpan> cacheableSpan() {
+      return stripe.context.cacheableSpan();
+    }
+
+    @Override
+    public String toString() {
+      return "chunk " + index + " of " + stripe.context;
+    }
+  }
+
+  /**
+   * One striped transfer in flight: counts its chunks down, keeps the first error and every
+   * chunk's CRC-32C. Chunks finish on several threads at once; the one that counts to zero builds
+   * the transfer's one completion. The counter's decrement publishes each chunk's CRC to it.
+   */
+  static final class Stripe<T extends Operands> {
+    final T context;
+    private final AtomicInteger remaining;
+    private final AtomicReference<DmaException> firstError = new AtomicReference<>();
+    private final int[] crcs;
+    private final long[] lengths;
+    private final long lengthBytes;
+    private final boolean checksummed;
+    private final Router<T> router;
+
+    Stripe(T context, int chunks, long lengthBytes, boolean checksummed, Router<T> router) {
+      this.context = context;
+      this.remaining = new AtomicInteger(chunks);
+      this.crcs = new int[chunks];
+      this.lengths = new long[chunks];
+      this.lengthBytes = lengthBytes;
+      this.checksummed = checksummed;
+      this.router = router;
+    }
+
+    /**
+     * Records one chunk's end; answers the transfer's completion when it was the last, else null.
+     * With {@code out} null, delivers that completion itself.
+     */
+    Completion<T> chunkDone(int index, Outcome outcome, List<Completion<T>> out) {
+      if (outcome instanceof TransferDone done) {
+        crcs[index] = done.crc32c();
+        lengths[index] = done.bytes();
+      } else {
+        firstError.compareAndSet(null, outcome.error());
+      }
+      if (remaining.decrementAndGet() != 0) {
+        return null;
+      }
+      Completion<T> completion = new Completion<>(context, aggregate());
+      if (out == null) {
+        router.deliver(completion);
+      }
+      return completion;
+    }
+
+    private Outcome aggregate() {
+      DmaException error = firstError.get();
+      if (error != null) {
+        return Outcome.failed(error);
+      }
+      if (!checksummed) {
+        return TransferDone.of(lengthBytes);
+      }
+      int crc = crcs[0];
+      for (int i = 1; i < crcs.length; i++) {
+        crc = Crc32c.combine(crc, crcs[i], lengths[i]);
+      }
+      return TransferDone.withChecksum(lengthBytes, crc);
+    }
+  }
+
+  /**
+   * Every service's completer: passes batches without chunks straight to the caller's completer
+   * (no allocation), and replaces chunks by their transfer's one completion once the last is in.
+   */
+  static final class Router<T extends Operands> implements BatchCompleter<T> {
+    private static final System.Logger LOG = System.getLogger(FabricServiceGroup.class.getName());
+    private final BatchCompleter<T> completer;
+
+    Router(BatchCompleter<T> completer) {
+      this.completer = completer;
+    }
+
+    @Override
+    public void complete(List<Completion<T>> batch) {
+      int size = batch.size();
+      int i = 0;
+      while (i < size && !((Object) batch.get(i).context() instanceof Chunk)) {
+        i++;
+      }
+      if (i == size) {
+        completer.complete(batch);
+        return;
+      }
+      List<Completion<T>> out = new ArrayList<>(size);
+      for (int j = 0; j < size; j++) {
+        Completion<T> each = batch.get(j);
+        if ((Object) each.context() instanceof Chunk chunk) {
+          @SuppressWarnings("unchecked")
+          Stripe<T> stripe = (Stripe<T>) chunk.stripe;
+          Completion<T> whole = stripe.chunkDone(chunk.index, each.outcome(), out);
+          if (whole != null) {
+            out.add(whole);
+          }
+        } else {
+          out.add(each);
+        }
+      }
+      if (!out.isEmpty()) {
+        completer.complete(out);
+      }
+    }
+
+    /** Delivers one completion from a thread that is not a worker (the submitting thread). */
+    void deliver(Completion<T> completion) {
+      try {
+        completer.complete(List.of(completion));
+      } catch (RuntimeException thrown) {
+        LOG.log(
+            System.Logger.Level.WARNING,
+            "the completer threw; the completion is delivered",
+            thrown);
+      }
+    }
+  }
+}
