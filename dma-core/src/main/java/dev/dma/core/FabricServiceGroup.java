@@ -636,7 +636,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
      */
     Completion<T> chunkDone(int index, Outcome outcome, List<Completion<T>> out) {
       if (outcome instanceof TransferDone done) {
-        crcs[index] = done.crc32c();
+        crcs[index] = done.checksum().orElse(0);
         lengths[index] = done.bytes();
       } else {
         firstError.compareAndSet(null, outcome.error());

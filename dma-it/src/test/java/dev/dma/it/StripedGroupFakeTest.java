@@ -133,7 +133,7 @@ class StripedGroupFakeTest {
     TransferDone done = written.outcome().done();
     assertEquals(1, written.context().id());
     assertEquals(LENGTH, done.bytes());
-    assertEquals(Checksums.crc32c(local), done.crc32c(), "one CRC-32C over the whole operand");
+    assertEquals(Checksums.crc32c(local), done.checksum().orElseThrow(), "one CRC-32C over the whole operand");
     assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote.asSlice(0, LENGTH)));
     assertNothingMore();
     for (int i = 0; i < 3; i++) {
@@ -145,7 +145,7 @@ class StripedGroupFakeTest {
     Completion<Buffer> read = completions.take();
     assertEquals(2, read.context().id());
     assertEquals(LENGTH, read.outcome().done().bytes());
-    assertEquals(Checksums.crc32c(local), read.outcome().done().crc32c());
+    assertEquals(Checksums.crc32c(local), read.outcome().done().checksum().orElseThrow());
     assertEquals(Checksums.crc32c(local), Checksums.crc32c(landing));
     assertNothingMore();
     for (int i = 0; i < 3; i++) {
@@ -159,7 +159,7 @@ class StripedGroupFakeTest {
     Patterns.fill(local, 3);
     assertTrue(group.submit(write(1, local, 0)));
     Completion<Buffer> done = completions.take();
-    assertEquals(Checksums.crc32c(local), done.outcome().done().crc32c());
+    assertEquals(Checksums.crc32c(local), done.outcome().done().checksum().orElseThrow());
     assertNothingMore();
     assertEquals(1, opsOn(0) + opsOn(1) + opsOn(2));
   }
@@ -203,7 +203,7 @@ class StripedGroupFakeTest {
     assertEquals(1, fabric.script().releaseCompletions());
     Completion<Buffer> done = completions.take();
     assertEquals(3, done.context().id());
-    assertEquals(Checksums.crc32c(source), done.outcome().done().crc32c());
+    assertEquals(Checksums.crc32c(source), done.outcome().done().checksum().orElseThrow());
     assertEquals(Checksums.crc32c(source), Checksums.crc32c(landing));
     assertNothingMore();
   }
@@ -225,7 +225,7 @@ class StripedGroupFakeTest {
     for (Completion<Buffer> each : completions.take(transfers)) {
       int id = each.context().id();
       assertTrue(seen.add(id), "one completion for transfer " + id);
-      assertEquals(Checksums.crc32c(locals[id]), each.outcome().done().crc32c());
+      assertEquals(Checksums.crc32c(locals[id]), each.outcome().done().checksum().orElseThrow());
       assertEquals(
           Checksums.crc32c(locals[id]), Checksums.crc32c(remote.asSlice(id * LENGTH, LENGTH)));
     }

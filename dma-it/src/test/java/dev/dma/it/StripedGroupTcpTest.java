@@ -56,7 +56,7 @@ class StripedGroupTcpTest {
       TransferDone sent = written.outcome().done();
       assertEquals(1, written.context().id());
       assertEquals(LENGTH, sent.bytes());
-      assertEquals(Checksums.crc32c(local), sent.crc32c());
+      assertEquals(Checksums.crc32c(local), sent.checksum().orElseThrow());
       assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
 
       assertEquals(
@@ -66,7 +66,7 @@ class StripedGroupTcpTest {
       Completion<Buffer> read = completions.take();
       assertEquals(2, read.context().id());
       assertEquals(LENGTH, read.outcome().done().bytes());
-      assertEquals(Checksums.crc32c(local), read.outcome().done().crc32c());
+      assertEquals(Checksums.crc32c(local), read.outcome().done().checksum().orElseThrow());
       assertEquals(Checksums.crc32c(local), Checksums.crc32c(landing));
 
       long deadline = System.nanoTime() + 10_000_000_000L;
