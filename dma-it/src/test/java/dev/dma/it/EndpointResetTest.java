@@ -53,6 +53,9 @@ class EndpointResetTest {
     Collector<Buffer> completions = new Collector<>();
     AtomicBoolean progressing = new AtomicBoolean(true);
     AtomicBoolean stop = new AtomicBoolean();
+    // Set by the progress thread once it has seen progressing == false and left progress(): only
+    // then is the target sure to stay still.
+    AtomicBoolean paused = new AtomicBoolean();
     try (Arena arena = Arena.ofShared();
         FabricEndpoint target = new LibfabricProvider().open(configuration);
         FabricService<Buffer> service =
@@ -71,7 +74,10 @@ class EndpointResetTest {
                   () -> {
                     while (!stop.get()) {
                       if (progressing.get()) {
+                        paused.set(false);
                         target.progress();
+                      } else {
+                        paused.set(true);
                       }
                       Thread.onSpinWait();
                     }
@@ -84,6 +90,11 @@ class EndpointResetTest {
         byte[] before = service.localAddress();
 
         progressing.set(false);
+        long pauseBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!paused.get()) {
+          assertTrue(System.nanoTime() < pauseBy, "the progress thread did not pause");
+          Thread.onSpinWait();
+        }
         Patterns.fill(local, 2);
         long started = System.nanoTime();
         write(service, ad, local, 2);
