@@ -94,7 +94,10 @@ class ChecksumPoolTest {
             new Thread(
                 () -> {
                   try {
-                    start.await();
+                    // Bounded: a submitter the test never releases ends, and the join below fails.
+                    if (!start.await(10, TimeUnit.SECONDS)) {
+                      return;
+                    }
                   } catch (InterruptedException e) {
                     return;
                   }
@@ -106,7 +109,8 @@ class ChecksumPoolTest {
         threads.add(submitter);
       }
       start.countDown();
-      // Close while the submitters are mid-stream, so some jobs land around the close.
+      // Close while the submitters are mid-stream, so some jobs land around the close: a jitter of
+      // 0 to 2 ms that varies the race from round to round, not a wait for anything.
       Thread.sleep(round % 3);
       assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
       for (Thread submitter : threads) {

@@ -21,7 +21,7 @@ import java.util.Map;
  * #reset()} discards everything posted. No local registration. Synchronized, so the test thread
  * may expose and inspect while the worker posts and reaps.
  */
-final class LoopbackTestEndpoint implements FabricEndpoint {
+class LoopbackTestEndpoint implements FabricEndpoint {
   /** A remote key whose posts are refused outright. */
   static final long REFUSED_KEY = 1_000_001;
 

@@ -7,15 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
-import dev.dma.spi.Availability;
-import dev.dma.spi.CompletionSink;
-import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
-import dev.dma.spi.FabricEndpoint;
-import dev.dma.spi.FabricProvider;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -50,7 +44,7 @@ class PassiveTargetCloseTest {
   private PassiveTarget start(Duration idle) {
     return PassiveTarget.start(
         DmaConfiguration.builder().closeTimeout(Duration.ofMillis(300)).build(),
-        new GatedProvider(endpoint),
+        endpoint.provider(),
         idle);
   }
 
@@ -90,7 +84,7 @@ class PassiveTargetCloseTest {
             },
             "test-caller");
     caller.setDaemon(true);
-    caller.start();
+        caller.start();
     caller.join(2_000);
     endpoint.closeGate.countDown();
     caller.join(BOUND.toMillis());
@@ -139,7 +133,7 @@ class PassiveTargetCloseTest {
             },
             "test-caller");
     caller.setDaemon(true);
-    caller.start();
+        caller.start();
     long started = System.nanoTime();
     assertTimeoutPreemptively(Duration.ofSeconds(5), () -> target.close(Duration.ofMillis(200)));
     assertTrue(System.nanoTime() - started < Duration.ofSeconds(3).toNanos());
@@ -171,7 +165,10 @@ class PassiveTargetCloseTest {
             new Thread(
                 () -> {
                   try {
-                    go.await();
+                    // Bounded: a caller the test never releases ends, and the join below fails.
+                    if (!go.await(10, TimeUnit.SECONDS)) {
+                      return;
+                    }
                   } catch (InterruptedException e) {
                     return;
                   }
@@ -190,10 +187,11 @@ class PassiveTargetCloseTest {
                   }
                 });
         caller.setDaemon(true);
-    caller.start();
+        caller.start();
         callers.add(caller);
       }
       go.countDown();
+      // A jitter of 0 to 2 ms that varies where close lands among the calls, not a wait.
       Thread.sleep(round % 3);
       assertTimeoutPreemptively(BOUND, () -> target.close());
       for (Thread caller : callers) {
@@ -214,30 +212,11 @@ class PassiveTargetCloseTest {
     }
   }
 
-  private record GatedProvider(FabricEndpoint endpoint) implements FabricProvider {
-    @Override
-    public String name() {
-      return "gated";
-    }
-
-    @Override
-    public int priority() {
-      return 0;
-    }
-
-    @Override
-    public Availability availability() {
-      return Availability.AVAILABLE;
-    }
-
-    @Override
-    public FabricEndpoint open(DmaConfiguration configuration) {
-      return endpoint;
-    }
-  }
-
-  /** An endpoint whose progress() and close() can be held on latches, as a stuck provider. */
-  private static final class GatedEndpoint implements FabricEndpoint {
+  /**
+   * The core tests' loopback endpoint whose progress() and close() can be held on latches, as a
+   * stuck provider.
+   */
+  private static final class GatedEndpoint extends LoopbackTestEndpoint {
     volatile CountDownLatch progressGate = new CountDownLatch(0);
     final CountDownLatch progressEntered = new CountDownLatch(1);
     volatile CountDownLatch closeGate = new CountDownLatch(0);
@@ -266,104 +245,7 @@ class PassiveTargetCloseTest {
       closes.incrementAndGet();
       closeEntered.countDown();
       await(closeGate);
-    }
-
-    @Override
-    public ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
-      Advertisement ad = new Advertisement(new byte[] {7}, 1, 0);
-      return new ExposedRegion() {
-        @Override
-        public Advertisement advertisement() {
-          return ad;
-        }
-
-        @Override
-        public void close() {}
-      };
-    }
-
-    @Override
-    public byte[] localAddress() {
-      return new byte[] {7};
-    }
-
-    @Override
-    public long insertPeer(byte[] address) {
-      return 1;
-    }
-
-    @Override
-    public int removePeer(long handle) {
-      return 0;
-    }
-
-    @Override
-    public int maxTx() {
-      return 0;
-    }
-
-    @Override
-    public boolean requiresLocalRegistration() {
-      return false;
-    }
-
-    @Override
-    public long register(long address, long lengthBytes) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public long descriptor(long registration) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public void deregister(long registration) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public void openSlots(int count) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public int postWrite(
-        int slot,
-        long peer,
-        long localAddress,
-        long lengthBytes,
-        long descriptor,
-        long remoteAddress,
-        long remoteKey) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public int postRead(
-        int slot,
-        long peer,
-        long localAddress,
-        long lengthBytes,
-        long descriptor,
-        long remoteAddress,
-        long remoteKey) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public String errorText(int code) {
-      return "error " + code;
-    }
-
-    @Override
-    public int reap(CompletionSink sink, int max) {
-      return 0;
-    }
-
-    @Override
-    public EndpointInfo describe() {
-      return new EndpointInfo("gated", 0, 0, 0, false, false);
+      super.close();
     }
   }
 }

@@ -19,9 +19,7 @@ import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -53,22 +51,7 @@ class LostCompletionTest {
   @Timeout(value = 60, unit = TimeUnit.SECONDS)
   void aWriteThatNeverCompletesFailsByTheDeadlineAndTheServiceKeepsServing(
       String provider, String bind, String fault) throws Exception {
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED"));
-    String library = System.getProperty("dma.libfabric.library");
-    if (library != null) {
-      command.add("-Ddma.libfabric.library=" + library);
-    }
-    command.addAll(
-        List.of(
-            "-cp",
-            System.getProperty("java.class.path"),
-            TargetProcess.class.getName(),
-            provider,
-            bind,
-            Integer.toString(SIZE)));
-    Process child =
-        new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    Process child = TargetProcess.launch(provider, bind, SIZE);
     DmaConfiguration.Builder builder =
         DmaConfiguration.builder()
             .providers(provider)
@@ -168,20 +151,7 @@ class LostCompletionTest {
   @org.junit.jupiter.api.Test
   @Timeout(value = 60, unit = TimeUnit.SECONDS)
   void aWritePastTheAdvertisedEndIsRefusedBeforePostingOnShm() throws Exception {
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    Process child =
-        new ProcessBuilder(
-                List.of(
-                    java,
-                    "--enable-native-access=ALL-UNNAMED",
-                    "-cp",
-                    System.getProperty("java.class.path"),
-                    TargetProcess.class.getName(),
-                    "libfabric:shm",
-                    "-",
-                    Integer.toString(SIZE)))
-            .redirectError(ProcessBuilder.Redirect.INHERIT)
-            .start();
+    Process child = TargetProcess.launch("libfabric:shm", "-", SIZE);
     Collector<Buffer> completions = new Collector<>();
     try (Arena arena = Arena.ofShared();
         FabricService<Buffer> service =

@@ -10,6 +10,9 @@ import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Properties;
 
 /**
@@ -19,6 +22,38 @@ import java.util.Properties;
  */
 public final class TargetProcess {
   private TargetProcess() {}
+
+  /**
+   * Starts the target in a child JVM of this test's class path and native access. The libfabric
+   * this JVM was told to load ({@code -Ddma.libfabric.library}) is passed on; {@code DMA_LIBFABRIC}
+   * is inherited with the environment. Its standard error goes to this process's.
+   *
+   * @param provider the provider name
+   * @param bind the bind address, or "-" for none
+   * @param sizeBytes the exposed buffer's size
+   * @return the running child; the caller ends it ({@code quit}, then a bounded wait)
+   * @throws java.io.IOException when the JVM cannot be started
+   */
+  static Process launch(String provider, String bind, long sizeBytes) throws java.io.IOException {
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED"));
+    String library = System.getProperty("dma.libfabric.library");
+    if (library != null) {
+      command.add("-Ddma.libfabric.library=" + library);
+    }
+    command.addAll(
+        List.of(
+            "-cp",
+            System.getProperty("java.class.path"),
+            TargetProcess.class.getName(),
+            provider,
+            bind,
+            Long.toString(sizeBytes)));
+    return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+  }
 
   /**
    * Runs the target.

@@ -16,7 +16,6 @@ import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -34,20 +33,7 @@ class TwoProcessTest {
   }
 
   private void runAgainstChild(String provider, String bind) throws Exception {
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    Process child =
-        new ProcessBuilder(
-                List.of(
-                    java,
-                    "--enable-native-access=ALL-UNNAMED",
-                    "-cp",
-                    System.getProperty("java.class.path"),
-                    TargetProcess.class.getName(),
-                    provider,
-                    bind,
-                    Integer.toString(SIZE)))
-            .redirectError(ProcessBuilder.Redirect.INHERIT)
-            .start();
+    Process child = TargetProcess.launch(provider, bind, SIZE);
     DmaConfiguration configuration =
         DmaConfiguration.builder().providers(provider).bind(bind).build();
     Collector<Buffer> completions = new Collector<>();

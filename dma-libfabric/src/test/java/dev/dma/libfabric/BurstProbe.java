@@ -2,7 +2,6 @@ package dev.dma.libfabric;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
-import dev.dma.spi.CompletionSink;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
@@ -112,34 +111,15 @@ public final class BurstProbe {
                     Thread.yield();
                   }
                 });
-    int[] free = new int[window];
-    int[] freeCount = {window};
-    for (int i = 0; i < window; i++) {
-      free[i] = i;
-    }
-    int[] done = {0, 0};
-    CompletionSink sink =
-        new CompletionSink() {
-          @Override
-          public void completed(int slot) {
-            done[0]++;
-            free[freeCount[0]++] = slot;
-          }
-
-          @Override
-          public void failed(int slot, int errno, int providerErrno, String message) {
-            done[1]++;
-            free[freeCount[0]++] = slot;
-          }
-        };
+    FreeSlots sink = new FreeSlots(window);
     int posted = 0;
     long lastCompletion = System.nanoTime();
     long start = lastCompletion;
     String outcome;
     while (true) {
-      int before = done[0] + done[1];
-      while (posted < operations && freeCount[0] > 0) {
-        int slot = free[freeCount[0] - 1];
+      int before = sink.reaped();
+      while (posted < operations && sink.any()) {
+        int slot = sink.peek();
         boolean write = (posted & 1) == 0;
         long remoteAddress = ad.remoteAddress() + (long) slot * size + (write ? 0 : (long) window * size);
         long at = local.address() + (long) slot * size;
@@ -153,11 +133,11 @@ public final class BurstProbe {
         if (rc != FabricEndpoint.POSTED) {
           throw new IllegalStateException("post failed: " + rc + " " + initiator.errorText(rc));
         }
-        freeCount[0]--;
+        sink.take();
         posted++;
       }
       initiator.reap(sink, 16);
-      int now = done[0] + done[1];
+      int now = sink.reaped();
       if (now != before) {
         lastCompletion = System.nanoTime();
       }
@@ -166,7 +146,7 @@ public final class BurstProbe {
             "ok in "
                 + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)
                 + " ms ("
-                + done[1]
+                + sink.failed
                 + " failed)";
         break;
       }
@@ -175,7 +155,7 @@ public final class BurstProbe {
             "STALL after "
                 + now
                 + " completions ("
-                + done[1]
+                + sink.failed
                 + " failed), "
                 + (posted - now)
                 + " in flight, nothing for "

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
-import dev.dma.spi.CompletionSink;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
@@ -51,34 +50,15 @@ class RxdDepthTest {
       try (ExposedRegion region = target.expose(remote, true, true)) {
         Advertisement ad = region.advertisement();
         long peer = initiator.insertPeer(target.localAddress());
-        int[] free = new int[window];
-        int[] freeCount = {window};
-        for (int i = 0; i < window; i++) {
-          free[i] = i;
-        }
-        int[] done = {0, 0};
-        CompletionSink sink =
-            new CompletionSink() {
-              @Override
-              public void completed(int slot) {
-                done[0]++;
-                free[freeCount[0]++] = slot;
-              }
-
-              @Override
-              public void failed(int slot, int errno, int providerErrno, String message) {
-                done[1]++;
-                free[freeCount[0]++] = slot;
-              }
-            };
+        FreeSlots sink = new FreeSlots(window);
         int posted = 0;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (done[0] + done[1] < operations) {
+        while (sink.reaped() < operations) {
           assertTrue(
               System.nanoTime() < deadline,
-              "stalled after " + done[0] + " completions, " + (posted - done[0]) + " in flight");
-          while (posted < operations && freeCount[0] > 0) {
-            int slot = free[freeCount[0] - 1];
+              "stalled after " + sink.completed + " completions, " + (posted - sink.completed) + " in flight");
+          while (posted < operations && sink.any()) {
+            int slot = sink.peek();
             boolean write = (posted & 1) == 0;
             long at = ad.remoteAddress() + (long) slot * size + (write ? 0 : (long) window * size);
             long from = local.address() + (long) slot * size;
@@ -90,13 +70,13 @@ class RxdDepthTest {
               break;
             }
             assertEquals(FabricEndpoint.POSTED, rc);
-            freeCount[0]--;
+            sink.take();
             posted++;
           }
           initiator.reap(sink, 16);
           target.progress();
         }
-        assertEquals(0, done[1], "failed operations");
+        assertEquals(0, sink.failed, "failed operations");
       }
     }
   }

@@ -632,26 +632,19 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     try {
       operand = Operands.resolve(context, request.direction());
     } catch (DmaException error) {
-      releaseOutstanding();
-      countFailure(error);
-      completions.add(new Completion<>(context, Outcome.failed(error)));
+      refuseAtIntake(context, error);
       return;
     } catch (RuntimeException callerBug) {
       // The caller's source() or allocate() threw: that fails this transfer only.
-      releaseOutstanding();
-      if (telemetry.metrics) {
-        telemetry.errors.add(1, telemetry.fabricError);
-      }
-      completions.add(
-          new Completion<>(
-              context,
-              Outcome.failed(
-                  new DmaException(
-                      DmaException.Kind.FABRIC,
-                      "the caller context failed to supply its operand: " + callerBug,
-                      0,
-                      0,
-                      callerBug))));
+      refuseAtIntake(
+          context,
+          new DmaException(
+              DmaException.Kind.FABRIC,
+              DmaException.Reason.BAD_REQUEST,
+              "the caller context failed to supply its operand: " + callerBug,
+              0,
+              0,
+              callerBug));
       return;
     }
     long lengthBytes = Operands.lengthOf(request.direction(), operand);

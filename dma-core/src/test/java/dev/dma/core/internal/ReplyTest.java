@@ -31,7 +31,8 @@ class ReplyTest {
     assertFalse(answer.isDone());
     reply.send(7);
     assertEquals(7, answer.get(10, TimeUnit.SECONDS));
-    waiter.join();
+    waiter.join(10_000);
+    assertFalse(waiter.isAlive(), "the waiter did not finish after its answer");
   }
 
   /** Bounded: until {@code thread} is blocked in {@code Object.wait()}, at most 10 s. */
