@@ -121,7 +121,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // once, until addPeer or removePeer. Empty (and never looked up) on a healthy server.
   private final LongObjectMap<DmaException> deadPeers = new LongObjectMap<>();
   private final Consumer<byte[]> addressChanged;
-  private byte[] localAddress;
   private final Backoff backoff;
   private boolean closeTimedOut;
   private final RateLimitedLog warnings = new RateLimitedLog(LOG);
@@ -203,7 +202,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     this.deadlineScanIntervalNs =
         Math.max(1_000_000L, Math.min(completionDeadlineNs / 16, 100_000_000L));
     this.addressChanged = addressChanged;
-    this.localAddress = endpoint.localAddress();
     this.backoff = new Backoff(channel);
     this.now = ticker.nanoTime();
     // A stale incarnation leaves the address vector only when its holders' ops are done, as every
@@ -488,6 +486,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * retryable). Live peers are inserted again; queued transfers go out on the new endpoint.
    */
   private void resetEndpoint(String why) {
+    byte[] addressBefore = endpoint.localAddress();
     try {
       endpoint.reset();
     } catch (RuntimeException cannot) {
@@ -546,8 +545,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
     int reinserted = peers.reinsertAfterReset(clientId -> deadPeers.get(clientId) == null);
     byte[] address = endpoint.localAddress();
-    if (!java.util.Arrays.equals(address, localAddress)) {
-      localAddress = address;
+    if (!java.util.Arrays.equals(address, addressBefore)) {
       try {
         addressChanged.accept(address.clone());
       } catch (RuntimeException listenerBug) {
