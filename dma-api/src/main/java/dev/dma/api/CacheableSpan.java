@@ -1,7 +1,6 @@
 package dev.dma.api;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Optional;
 
 /**
  * A native address range {@code [base, end)} around an operand whose memory registration may be
@@ -31,18 +30,20 @@ public record CacheableSpan(long base, long end) {
   }
 
   /**
-   * The span {@code [base, base + lengthBytes)}, or empty when that range overflows the address
-   * space or either argument is negative.
+   * The span {@code [base, base + lengthBytes)}.
    *
-   * @param base the first address
-   * @param lengthBytes the length
-   * @return the span, or empty
+   * @param base the first address; not negative
+   * @param lengthBytes the length; not negative
+   * @return the span
+   * @throws IllegalArgumentException if either argument is negative or the range overflows the
+   *     address space
    */
-  public static Optional<CacheableSpan> of(long base, long lengthBytes) {
+  public static CacheableSpan of(long base, long lengthBytes) {
     if (base < 0 || lengthBytes < 0 || base + lengthBytes < base) {
-      return Optional.empty();
+      throw new IllegalArgumentException(
+          "no span of " + lengthBytes + " bytes at " + base + " fits the address space");
     }
-    return Optional.of(new CacheableSpan(base, base + lengthBytes));
+    return new CacheableSpan(base, base + lengthBytes);
   }
 
   /**

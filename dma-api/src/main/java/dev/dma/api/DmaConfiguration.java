@@ -11,12 +11,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How a fabric service opens its endpoint and paces its worker. Immutable and validated at
@@ -62,7 +62,8 @@ import java.util.regex.Pattern;
  * @param providers the provider names given, of which only the first is used; empty when none is
  *     named (the service then selects the highest-priority available provider)
  * @param interfaces domain names to pin to; possibly empty
- * @param bind the source node, if any
+ * @param bind the source node, or {@code null} for none (the provider's default: 127.0.0.1 for tcp,
+ *     every device for EFA)
  * @param maxInFlight the per-worker cap on posted, unreaped operations
  * @param crcPoolThreads threads of the checksum pool
  * @param progressDeadline how long one post may keep getting {@code -FI_EAGAIN}
@@ -76,7 +77,7 @@ import java.util.regex.Pattern;
 public record DmaConfiguration(
     List<String> providers,
     List<String> interfaces,
-    Optional<String> bind,
+    @Nullable String bind,
     int maxInFlight,
     int crcPoolThreads,
     Duration progressDeadline,
@@ -151,19 +152,15 @@ public record DmaConfiguration(
 
   /**
    * Validates and normalizes the fields: a null list becomes empty (for {@code providers}: none
-   * named, so the service selects by priority), names are stripped, and a null {@code bind} becomes
-   * empty.
+   * named, so the service selects by priority) and names are stripped.
    *
    * @throws IllegalArgumentException naming the field that is invalid
    */
   public DmaConfiguration {
     providers = names(providers, "providers");
     interfaces = names(interfaces, "interfaces");
-    if (bind == null) {
-      bind = Optional.empty();
-    }
-    if (bind.isPresent() && (bind.get().isBlank() || bind.get().indexOf('\0') >= 0)) {
-      throw new IllegalArgumentException("bind must be a host name or address, not \"" + bind.get() + "\"");
+    if (bind != null && (bind.isBlank() || bind.indexOf('\0') >= 0)) {
+      throw new IllegalArgumentException("bind must be a host name or address, not \"" + bind + "\"");
     }
     if (maxInFlight < 1) {
       throw new IllegalArgumentException("max_in_flight must be at least 1, not " + maxInFlight);
@@ -221,7 +218,7 @@ public record DmaConfiguration(
     return new Builder()
         .providers(providers)
         .interfaces(interfaces)
-        .bind(bind.orElse(null))
+        .bind(bind)
         .maxInFlight(maxInFlight)
         .crcPoolThreads(crcPoolThreads)
         .progressDeadline(progressDeadline)
@@ -429,7 +426,7 @@ public record DmaConfiguration(
   public static final class Builder {
     private List<String> providers = List.of();
     private List<String> interfaces = List.of();
-    private String bind;
+    private @Nullable String bind;
     private int maxInFlight = DEFAULT_MAX_IN_FLIGHT;
     private int crcPoolThreads = DEFAULT_CRC_POOL_THREADS;
     private Duration progressDeadline = DEFAULT_PROGRESS_DEADLINE;
@@ -480,7 +477,7 @@ public record DmaConfiguration(
      * @param value a host name or address, or {@code null} for none
      * @return this builder
      */
-    public Builder bind(String value) {
+    public Builder bind(@Nullable String value) {
       this.bind = value;
       return this;
     }
@@ -573,7 +570,7 @@ public record DmaConfiguration(
       return new DmaConfiguration(
           providers,
           interfaces,
-          Optional.ofNullable(bind),
+          bind,
           maxInFlight,
           crcPoolThreads,
           progressDeadline,

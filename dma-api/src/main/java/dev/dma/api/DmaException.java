@@ -1,6 +1,7 @@
 package dev.dma.api;
 
 import java.io.Serial;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The one exception type dma reports, carrying what kind of failure it was and, when libfabric
@@ -132,7 +133,7 @@ public final class DmaException extends RuntimeException {
    * @param cause the underlying exception, or {@code null}
    */
   public DmaException(
-      Kind kind, String message, int fabricErrno, int providerErrno, Throwable cause) {
+      Kind kind, String message, int fabricErrno, int providerErrno, @Nullable Throwable cause) {
     this(kind, Reason.ofErrno(fabricErrno), message, fabricErrno, providerErrno, cause);
   }
 
@@ -152,7 +153,7 @@ public final class DmaException extends RuntimeException {
       String message,
       int fabricErrno,
       int providerErrno,
-      Throwable cause) {
+      @Nullable Throwable cause) {
     super(message, cause);
     if (kind == null) {
       throw new NullPointerException("kind");

@@ -1,7 +1,7 @@
 package dev.dma.api;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The local end of a transfer, implemented by the caller's context.
@@ -28,7 +28,7 @@ public interface Operands {
    *
    * @return a native segment, or {@code null} (the default) when this context sends nothing
    */
-  default MemorySegment source() {
+  default @Nullable MemorySegment source() {
     return null;
   }
 
@@ -40,13 +40,13 @@ public interface Operands {
    * @param lengthBytes the length of the read
    * @return a native segment of at least {@code lengthBytes}, or {@code null} (the default)
    */
-  default MemorySegment allocate(long lengthBytes) {
+  default @Nullable MemorySegment allocate(long lengthBytes) {
     return null;
   }
 
   /**
-   * A span around the operand whose registration may be cached and reused, or empty (the default)
-   * to register the operand for this transfer only.
+   * A span around the operand whose registration may be cached and reused, or {@code null} (the
+   * default) to register the operand for this transfer only.
    *
    * <p>Asked on the worker, after the operand has resolved, and only on a registration-cache miss,
    * so per-extent set-up runs once per registration. A span that does not contain the operand is
@@ -54,10 +54,10 @@ public interface Operands {
    * {@link CacheableSpan}). Memory registered with the service's {@code register} needs none of
    * this.
    *
-   * @return the span, or empty
+   * @return the span, or {@code null}
    */
-  default Optional<CacheableSpan> cacheableSpan() {
-    return Optional.empty();
+  default @Nullable CacheableSpan cacheableSpan() {
+    return null;
   }
 
   /**

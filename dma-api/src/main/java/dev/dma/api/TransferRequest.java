@@ -2,13 +2,28 @@ package dev.dma.api;
 
 import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One RMA transfer to submit: which client and peer buffer, which way, and the caller context that
  * supplies the local memory and comes back in the {@link Completion}.
  *
+ * <p>The common forms read as what they do:
+ *
+ * <pre>{@code
+ * service.submit(TransferRequest.write(clientId, advertisement, Operands.of(value)));
+ * service.submit(TransferRequest.read(clientId, advertisement, length, Operands.of(landing))
+ *     .withChecksum(Checksum.CRC32C));
+ * }</pre>
+ *
+ * A write's length is its source segment's size ({@link Operands#source()}); a read's is the length
+ * it names ({@link Direction#fromPeer(long)}), since there is no local source to measure. {@link
+ * #builder} sets any field, for example a remote address inside the advertised region.
+ *
  * <p>Ownership: the request owns {@code peerAddress}; do not change the array after building the
  * request. The context is owned by the service from submit until its completion is delivered.
+ * Immutable otherwise; any thread may build and submit one.
  *
  * @param <T> the caller context type
  * @param clientId identity for address-vector accounting and per-client drain and removal; keep it
@@ -19,9 +34,8 @@ import java.util.HexFormat;
  *     an offset from its start (0 for the whole buffer) on offset-addressed ones (tcp); passed
  *     through unchanged
  * @param direction which way the bytes move
- * @param wantChecksum compute CRC-32C over the local operand at completion (on the checksum pool);
- *     the operand must then be readable from any thread (a shared, global or automatic arena's),
- *     or the transfer fails at intake, before the RMA
+ * @param checksum whether the completion carries a CRC-32C over the local operand ({@link
+ *     Checksum#CRC32C}, computed on the checksum pool) or not ({@link Checksum#NONE})
  * @param context the caller context; supplies the operand and is handed back
  * @param remoteBase the advertised region's remote address ({@link Advertisement#remoteAddress()}),
  *     in the same addressing as {@code remoteAddress}: the request's {@code remoteAddress} may lie
@@ -36,7 +50,7 @@ public record TransferRequest<T extends Operands>(
     long remoteKey,
     long remoteAddress,
     Direction direction,
-    boolean wantChecksum,
+    Checksum checksum,
     T context,
     long remoteBase,
     long remoteLength) {
@@ -65,42 +79,91 @@ public record TransferRequest<T extends Operands>(
     if (direction == null) {
       throw new NullPointerException("direction");
     }
+    if (checksum == null) {
+      throw new NullPointerException("checksum");
+    }
     if (context == null) {
       throw new NullPointerException("context");
     }
   }
 
   /**
-   * A request with no advertised bound (as before advertisements carried their length).
+   * A write of the context's {@link Operands#source()} into the whole buffer an advertisement
+   * names, without a checksum.
    *
-   * @param clientId identity for accounting
-   * @param peerAddress the peer's fabric address
-   * @param remoteKey the peer's remote key
-   * @param remoteAddress the peer buffer's remote address
-   * @param direction which way the bytes move
-   * @param wantChecksum whether to checksum at completion
-   * @param context the caller context
-   * @throws NullPointerException naming the missing field
-   * @throws IllegalArgumentException if {@code peerAddress} is empty
+   * @param <T> the caller context type
+   * @param clientId the client's identity
+   * @param to the peer's advertisement: its address, key, remote address and length (the bound)
+   * @param context the caller context; its source's size is the transfer length
+   * @return the request
    */
-  public TransferRequest(
-      long clientId,
-      byte[] peerAddress,
-      long remoteKey,
-      long remoteAddress,
-      Direction direction,
-      boolean wantChecksum,
-      T context) {
-    this(
+  public static <T extends Operands> TransferRequest<T> write(
+      long clientId, Advertisement to, T context) {
+    return of(clientId, to, Direction.TO_PEER, context);
+  }
+
+  /**
+   * A read of {@code lengthBytes} from the start of the buffer an advertisement names into the
+   * context's {@link Operands#allocate(long)}, without a checksum.
+   *
+   * @param <T> the caller context type
+   * @param clientId the client's identity
+   * @param from the peer's advertisement: its address, key, remote address and length (the bound)
+   * @param lengthBytes how many bytes to read; not negative
+   * @param context the caller context
+   * @return the request
+   * @throws IllegalArgumentException if {@code lengthBytes} is negative
+   */
+  public static <T extends Operands> TransferRequest<T> read(
+      long clientId, Advertisement from, long lengthBytes, T context) {
+    return of(clientId, from, Direction.fromPeer(lengthBytes), context);
+  }
+
+  /**
+   * A transfer either way over the buffer an advertisement names, without a checksum: the general
+   * form of {@link #write} and {@link #read}, for code that chooses the direction at run time.
+   *
+   * @param <T> the caller context type
+   * @param clientId the client's identity
+   * @param advertisement the peer's address, key, remote address and length (the bound)
+   * @param direction which way the bytes move
+   * @param context the caller context
+   * @return the request
+   */
+  public static <T extends Operands> TransferRequest<T> of(
+      long clientId, Advertisement advertisement, Direction direction, T context) {
+    return new TransferRequest<>(
         clientId,
-        peerAddress,
-        remoteKey,
-        remoteAddress,
+        advertisement.address(),
+        advertisement.remoteKey(),
+        advertisement.remoteAddress(),
         direction,
-        wantChecksum,
+        Checksum.NONE,
         context,
-        0,
-        UNKNOWN_LENGTH);
+        advertisement.remoteAddress(),
+        advertisement.lengthBytes());
+  }
+
+  /**
+   * This request with another checksum choice, for example {@code withChecksum(Checksum.CRC32C)}
+   * for a CRC-32C over the local operand at completion.
+   *
+   * @param value {@link Checksum#CRC32C} or {@link Checksum#NONE}
+   * @return a request equal to this one but for its checksum
+   */
+  public TransferRequest<T> withChecksum(Checksum value) {
+    return checksum == value
+        ? this
+        : new TransferRequest<>(
+            clientId,
+            peerAddress,
+            remoteKey,
+            remoteAddress,
+            direction,
+            value,
+            context,
+            remoteBase,
+            remoteLength);
   }
 
   /**
@@ -115,7 +178,7 @@ public record TransferRequest<T extends Operands>(
    * @param lengthBytes the transfer's length
    * @return {@code null} when in bounds or unbounded, else the failure text
    */
-  public String outOfBoundsReason(long lengthBytes) {
+  public @Nullable String outOfBoundsReason(long lengthBytes) {
     if (remoteLength == UNKNOWN_LENGTH) {
       return null;
     }
@@ -137,8 +200,8 @@ public record TransferRequest<T extends Operands>(
   }
 
   /**
-   * A builder for a request whose other fields default to 0, {@link Direction#TO_PEER} and no
-   * checksum.
+   * A builder for any request; fields not set default to 0, {@link Direction#TO_PEER}, {@link
+   * Checksum#NONE} and no advertised bound.
    *
    * @param <T> the caller context type
    * @param context the caller context
@@ -146,35 +209,6 @@ public record TransferRequest<T extends Operands>(
    */
   public static <T extends Operands> Builder<T> builder(T context) {
     return new Builder<>(context);
-  }
-
-  /**
-   * The request for the peer buffer an advertisement names.
-   *
-   * @param <T> the caller context type
-   * @param clientId the client's identity
-   * @param advertisement the peer's address, key and remote address
-   * @param direction which way the bytes move
-   * @param wantChecksum whether to checksum at completion
-   * @param context the caller context
-   * @return the request
-   */
-  public static <T extends Operands> TransferRequest<T> to(
-      long clientId,
-      Advertisement advertisement,
-      Direction direction,
-      boolean wantChecksum,
-      T context) {
-    return new TransferRequest<>(
-        clientId,
-        advertisement.address(),
-        advertisement.remoteKey(),
-        advertisement.remoteAddress(),
-        direction,
-        wantChecksum,
-        context,
-        advertisement.remoteAddress(),
-        advertisement.lengthBytes());
   }
 
   @Override
@@ -185,7 +219,7 @@ public record TransferRequest<T extends Operands>(
         && remoteKey == that.remoteKey
         && remoteAddress == that.remoteAddress
         && direction.equals(that.direction)
-        && wantChecksum == that.wantChecksum
+        && checksum == that.checksum
         && context.equals(that.context)
         && remoteBase == that.remoteBase
         && remoteLength == that.remoteLength;
@@ -198,7 +232,7 @@ public record TransferRequest<T extends Operands>(
     hash = 31 * hash + Long.hashCode(remoteKey);
     hash = 31 * hash + Long.hashCode(remoteAddress);
     hash = 31 * hash + direction.hashCode();
-    hash = 31 * hash + Boolean.hashCode(wantChecksum);
+    hash = 31 * hash + checksum.hashCode();
     hash = 31 * hash + context.hashCode();
     hash = 31 * hash + Long.hashCode(remoteBase);
     return 31 * hash + Long.hashCode(remoteLength);
@@ -216,8 +250,8 @@ public record TransferRequest<T extends Operands>(
         + Long.toHexString(remoteAddress)
         + ", direction="
         + direction
-        + ", wantChecksum="
-        + wantChecksum
+        + ", checksum="
+        + checksum
         + ", context="
         + context
         + (remoteLength == UNKNOWN_LENGTH
@@ -234,13 +268,13 @@ public record TransferRequest<T extends Operands>(
   public static final class Builder<T extends Operands> {
     private final T context;
     private long clientId;
-    private byte[] peerAddress;
+    private byte @Nullable [] peerAddress;
     private long remoteKey;
     private long remoteAddress;
     private long remoteBase;
     private long remoteLength = UNKNOWN_LENGTH;
     private Direction direction = Direction.TO_PEER;
-    private boolean wantChecksum;
+    private Checksum checksum = Checksum.NONE;
 
     private Builder(T context) {
       this.context = context;
@@ -320,13 +354,13 @@ public record TransferRequest<T extends Operands>(
     }
 
     /**
-     * Sets whether to checksum at completion.
+     * Sets whether the completion carries a checksum.
      *
-     * @param value whether to checksum
+     * @param value {@link Checksum#CRC32C} or {@link Checksum#NONE}
      * @return this builder
      */
-    public Builder<T> wantChecksum(boolean value) {
-      this.wantChecksum = value;
+    public Builder<T> checksum(Checksum value) {
+      this.checksum = value;
       return this;
     }
 
@@ -339,11 +373,11 @@ public record TransferRequest<T extends Operands>(
     public TransferRequest<T> build() {
       return new TransferRequest<>(
           clientId,
-          peerAddress,
+          Objects.requireNonNull(peerAddress, "peerAddress"),
           remoteKey,
           remoteAddress,
           direction,
-          wantChecksum,
+          checksum,
           context,
           remoteBase,
           remoteLength);

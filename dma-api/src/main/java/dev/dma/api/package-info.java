@@ -7,4 +7,7 @@
  * local memory. Every submitted request comes back exactly once, as a {@link dev.dma.api.Completion}
  * handed to the service's {@link dev.dma.api.BatchCompleter}.
  */
+@NullMarked
 package dev.dma.api;
+
+import org.jspecify.annotations.NullMarked;

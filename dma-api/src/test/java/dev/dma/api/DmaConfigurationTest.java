@@ -1,6 +1,7 @@
 package dev.dma.api;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,7 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import java.util.Properties;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,7 +36,7 @@ class DmaConfigurationTest {
     assertEquals("", config.provider());
     assertEquals(false, config.namesProvider());
     assertEquals(List.of(), config.interfaces());
-    assertEquals(Optional.empty(), config.bind());
+    assertNull(config.bind());
     assertEquals(64, config.maxInFlight());
     assertEquals(2, config.crcPoolThreads());
     assertEquals(Duration.ofSeconds(1), config.progressDeadline());
@@ -65,7 +65,7 @@ class DmaConfigurationTest {
     assertEquals(List.of("efa-direct", "tcp"), config.providers());
     assertEquals("efa-direct", config.provider());
     assertEquals(List.of("rdmap83s0-rdm"), config.interfaces());
-    assertEquals(Optional.of("10.0.0.1"), config.bind());
+    assertEquals("10.0.0.1", config.bind());
     assertEquals(16, config.maxInFlight());
     assertEquals(4, config.crcPoolThreads());
     assertEquals(Duration.ofMillis(50), config.progressDeadline());

@@ -1,6 +1,7 @@
 package dev.dma.api;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,7 +27,7 @@ class OperandsTest {
     assertEquals(
         "the caller context allocated no landing buffer for a FromPeer transfer",
         refused(none, Direction.fromPeer(8)).getMessage());
-    assertTrue(none.cacheableSpan().isEmpty());
+    assertNull(none.cacheableSpan());
   }
 
   @Test
@@ -87,9 +88,10 @@ class OperandsTest {
 
   @Test
   void cacheableSpans() {
-    assertTrue(CacheableSpan.of(Long.MAX_VALUE - 1, 2).isEmpty());
-    assertTrue(CacheableSpan.of(-1, 2).isEmpty());
-    CacheableSpan span = CacheableSpan.of(4096, 8192).orElseThrow();
+    assertThrows(IllegalArgumentException.class, () -> CacheableSpan.of(Long.MAX_VALUE - 1, 2));
+    assertThrows(IllegalArgumentException.class, () -> CacheableSpan.of(-1, 2));
+    assertThrows(IllegalArgumentException.class, () -> CacheableSpan.of(0, -1));
+    CacheableSpan span = CacheableSpan.of(4096, 8192);
     assertEquals(new CacheableSpan(4096, 12288), span);
     assertEquals(8192, span.lengthBytes());
     assertTrue(span.contains(4096, 12288));

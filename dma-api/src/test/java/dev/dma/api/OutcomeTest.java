@@ -57,10 +57,10 @@ class OutcomeTest {
             .clientId(3)
             .advertisement(new Advertisement(new byte[] {1, 2}, 5, 6))
             .direction(Direction.fromPeer(10))
-            .wantChecksum(true)
+            .checksum(Checksum.CRC32C)
             .build();
     TransferRequest<Operands> b =
-        TransferRequest.to(3, new Advertisement(new byte[] {1, 2}, 5, 6), Direction.fromPeer(10), true, context);
+        TransferRequest.read(3, new Advertisement(new byte[] {1, 2}, 5, 6), 10, context).withChecksum(Checksum.CRC32C);
     assertEquals(a, b);
     assertEquals(a.hashCode(), b.hashCode());
     assertTrue(a.toString().contains("peerAddress=0102"));

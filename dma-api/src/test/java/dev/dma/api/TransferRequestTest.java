@@ -27,7 +27,7 @@ class TransferRequestTest {
     TransferRequest<Operands> viaBuilder = at(ad, 0);
     assertEquals(0x10000, viaBuilder.remoteBase());
     assertEquals(4096, viaBuilder.remoteLength());
-    TransferRequest<Operands> viaTo = TransferRequest.to(1, ad, Direction.TO_PEER, false, CONTEXT);
+    TransferRequest<Operands> viaTo = TransferRequest.write(1, ad, CONTEXT);
     assertEquals(0x10000, viaTo.remoteBase());
     assertEquals(4096, viaTo.remoteLength());
     assertEquals(
@@ -88,7 +88,7 @@ class TransferRequestTest {
   void refusesAnImpossibleLength() {
     assertThrows(
         IllegalArgumentException.class,
-        () -> new TransferRequest<>(1, PEER, 9, 0, Direction.TO_PEER, false, CONTEXT, 0, -2));
+        () -> new TransferRequest<>(1, PEER, 9, 0, Direction.TO_PEER, Checksum.NONE, CONTEXT, 0, -2));
   }
 
   @Test

@@ -2,6 +2,7 @@ package dev.dma.bench;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.BatchCompleter;
+import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.Operands;
@@ -146,7 +147,7 @@ public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot> {
       Slot slot = slots[i];
       int target = i % targets.size();
       slot.segment = operand;
-      slot.request = TransferRequest.to(target + 1, targets.get(target), direction, checksum, slot);
+      slot.request = TransferRequest.of(target + 1, targets.get(target), direction, slot).withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE);
     }
     reset();
   }

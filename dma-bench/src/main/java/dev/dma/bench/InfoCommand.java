@@ -91,7 +91,7 @@ public final class InfoCommand implements Callable<Integer> {
     out.println(
         "endpoint of "
             + provider
-            + (configuration.bind().isPresent() ? " (bind " + configuration.bind().get() + ")" : "")
+            + (configuration.bind() != null ? " (bind " + configuration.bind() + ")" : "")
             + ":");
     try (FabricEndpoint endpoint = chosen.open(configuration)) {
       for (String line : endpoint.describe().lines()) {

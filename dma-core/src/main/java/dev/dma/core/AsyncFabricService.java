@@ -14,11 +14,11 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.RejectedExecutionException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link FabricService} with a {@link CompletableFuture} per transfer instead of a batch hook.
@@ -77,7 +77,9 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    * @throws DmaException as {@link FabricService#start}
    */
   public static <T extends Operands> AsyncFabricService<T> start(
-      DmaConfiguration configuration, FabricProvider provider, ChecksumPool pool) {
+      DmaConfiguration configuration,
+      @Nullable FabricProvider provider,
+      @Nullable ChecksumPool pool) {
     return start(configuration, provider, pool, ForkJoinPool.commonPool());
   }
 
@@ -96,8 +98,8 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    */
   public static <T extends Operands> AsyncFabricService<T> start(
       DmaConfiguration configuration,
-      FabricProvider provider,
-      ChecksumPool pool,
+      @Nullable FabricProvider provider,
+      @Nullable ChecksumPool pool,
       Executor executor) {
     Objects.requireNonNull(executor, "executor");
     FabricService.Builder<Pending<T>> builder =
@@ -148,7 +150,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
             request.remoteKey(),
             request.remoteAddress(),
             request.direction(),
-            request.wantChecksum(),
+            request.checksum(),
             pending,
             request.remoteBase(),
             request.remoteLength());
@@ -237,7 +239,8 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   private static final class Pending<T extends Operands> implements Operands, Runnable {
     final T context;
     final CompletableFuture<Completion<T>> future = new CompletableFuture<>();
-    Outcome outcome;
+    /** Set by the fabric worker or checksum pool before {@link #run} is handed to the executor. */
+    @Nullable Outcome outcome;
 
     Pending(T context) {
       this.context = context;
@@ -245,25 +248,26 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
 
     @Override
     public void run() {
-      if (outcome instanceof Outcome.Failed(DmaException error)) {
+      Outcome ended = Objects.requireNonNull(outcome, "run before the outcome was set");
+      if (ended instanceof Outcome.Failed(DmaException error)) {
         future.completeExceptionally(error);
       } else {
-        future.complete(new Completion<>(context, outcome));
+        future.complete(new Completion<>(context, ended));
       }
     }
 
     @Override
-    public MemorySegment source() {
+    public @Nullable MemorySegment source() {
       return context.source();
     }
 
     @Override
-    public MemorySegment allocate(long lengthBytes) {
+    public @Nullable MemorySegment allocate(long lengthBytes) {
       return context.allocate(lengthBytes);
     }
 
     @Override
-    public Optional<CacheableSpan> cacheableSpan() {
+    public @Nullable CacheableSpan cacheableSpan() {
       return context.cacheableSpan();
     }
   }

@@ -27,6 +27,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The entry point: one fabric worker thread ({@code fabric-NN}) driving one endpoint (one device),
@@ -96,7 +97,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   private final WorkerChannel channel;
   private final AtomicLong outstanding;
   private final Thread worker;
-  private final ChecksumPool ownedPool;
+  private final @Nullable ChecksumPool ownedPool;
   private final AtomicReference<byte[]> localAddress;
   private final long maxOutstanding;
   private final EndpointInfo endpointInfo;
@@ -109,7 +110,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       WorkerChannel channel,
       AtomicLong outstanding,
       Thread worker,
-      ChecksumPool ownedPool,
+      @Nullable ChecksumPool ownedPool,
       Ready ready,
       String providerName,
       boolean tracing,
@@ -177,7 +178,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    * @return a copy of the address bytes
    */
   public byte[] localAddress() {
-    return localAddress.get().clone();
+    return Objects.requireNonNull(localAddress.get()).clone();
   }
 
   /**
@@ -398,11 +399,11 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    */
   public static final class Builder<T extends Operands> {
     private final DmaConfiguration configuration;
-    private FabricProvider provider;
-    private BatchCompleter<T> completer;
-    private ChecksumPool pool;
+    private @Nullable FabricProvider provider;
+    private @Nullable BatchCompleter<T> completer;
+    private @Nullable ChecksumPool pool;
     private NanoClock clock = NanoClock.system();
-    private OpenTelemetry openTelemetry;
+    private @Nullable OpenTelemetry openTelemetry;
     private boolean traceWorkerPasses;
     private Consumer<byte[]> addressListener = address -> {};
 
@@ -509,7 +510,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       FabricProvider chosen = provider != null ? provider : FabricProviders.select(configuration);
       DmaConfiguration resolved = FabricProviders.resolve(configuration, chosen);
       ChecksumPool ownedPool = pool == null ? new ChecksumPool(configuration.crcPoolThreads()) : null;
-      ChecksumPool checksumPool = pool != null ? pool : ownedPool;
+      ChecksumPool checksumPool = pool != null ? pool : Objects.requireNonNull(ownedPool);
       // The worker's cap is known only once the endpoint is open; its configured value bounds it.
       long maxOutstanding = (long) resolved.maxPending() + resolved.maxInFlight();
       WorkerChannel channel =
@@ -625,7 +626,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       fabricWorker.run();
     }
 
-    private static void closeQuietly(ChecksumPool pool) {
+    private static void closeQuietly(@Nullable ChecksumPool pool) {
       if (pool != null) {
         pool.close();
       }

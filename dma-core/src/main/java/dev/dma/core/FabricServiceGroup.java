@@ -2,6 +2,7 @@ package dev.dma.core;
 
 import dev.dma.api.BatchCompleter;
 import dev.dma.api.CacheableSpan;
+import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
@@ -14,10 +15,11 @@ import dev.dma.spi.FabricProvider;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
+import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One {@link FabricService} per device, used as one: an EFA instance has 2 to 32 EFA devices (p4d
@@ -313,7 +315,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     if (count < 2) {
       return submitWhole(request);
     }
-    Stripe<T> stripe = new Stripe<>(context, count, length, request.wantChecksum(), router);
+    Stripe<T> stripe = new Stripe<>(context, count, length, request.checksum() == Checksum.CRC32C, router);
     int start = choose();
     for (int i = 0; i < count; i++) {
       long offset = i * chunkBytes;
@@ -330,7 +332,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
               request.remoteKey(),
               request.remoteAddress() + offset,
               direction,
-              request.wantChecksum(),
+              request.checksum(),
               chunk,
               request.remoteBase(),
               request.remoteLength());
@@ -464,7 +466,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
         first = region;
       }
     }
-    return first;
+    return Objects.requireNonNull(first, "a group has at least one service");
   }
 
   /** Closes every service (each drains its posted transfers), then the shared pool. Idempotent. */
@@ -488,8 +490,8 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
    */
   public static final class Builder<T extends Operands> {
     private final DmaConfiguration configuration;
-    private FabricProvider provider;
-    private BatchCompleter<T> completer;
+    private @Nullable FabricProvider provider;
+    private @Nullable BatchCompleter<T> completer;
     private long stripeThresholdBytes;
     private int stripeChunks;
 
@@ -595,7 +597,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     }
 
     @Override
-    public Optional<CacheableSpan> cacheableSpan() {
+    public @Nullable CacheableSpan cacheableSpan() {
       return stripe.context.cacheableSpan();
     }
 
@@ -634,7 +636,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
      * Records one chunk's end; answers the transfer's completion when it was the last, else null.
      * With {@code out} null, delivers that completion itself.
      */
-    Completion<T> chunkDone(int index, Outcome outcome, List<Completion<T>> out) {
+    @Nullable Completion<T> chunkDone(int index, Outcome outcome, @Nullable List<Completion<T>> out) {
       if (outcome instanceof TransferDone done) {
         crcs[index] = done.checksum().orElse(0);
         lengths[index] = done.bytes();

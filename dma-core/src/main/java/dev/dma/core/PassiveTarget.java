@@ -61,7 +61,11 @@ public final class PassiveTarget implements AutoCloseable {
   private volatile boolean stopped;
   // Progress passes so far; only the target's thread touches it.
   private int passes;
+  // Both set by the target's thread once its endpoint is open, before start() returns the target.
+  @SuppressWarnings("NullAway.Init")
   private byte[] address;
+
+  @SuppressWarnings("NullAway.Init")
   private EndpointInfo info;
 
   private PassiveTarget(FabricProvider provider, DmaConfiguration configuration, Duration idle) {

@@ -5,4 +5,7 @@
  *
  * <p>Providers implement these types; users only name providers in their configuration.
  */
+@NullMarked
 package dev.dma.spi;
+
+import org.jspecify.annotations.NullMarked;

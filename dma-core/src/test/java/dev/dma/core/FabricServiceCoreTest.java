@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -101,14 +102,14 @@ class FabricServiceCoreTest {
     MemorySegment target = arena.allocate(4096);
     Advertisement ad = endpoint.expose(target, true, true).advertisement();
     Buffer source = pattern(1, 4096);
-    assertTrue(service.submit(TransferRequest.to(7, ad, Direction.TO_PEER, true, source)));
+    assertTrue(service.submit(TransferRequest.write(7, ad, source).withChecksum(Checksum.CRC32C)));
     Completion<Buffer> written = take();
     assertEquals(4096, written.outcome().done().bytes());
     assertEquals(Checksums.crc32c(source.segment()), written.outcome().done().checksum().orElseThrow());
     assertEquals(-1, target.mismatch(source.segment()), "the write did not land");
 
     Buffer back = new Buffer(2, arena.allocate(4096));
-    assertTrue(service.submit(TransferRequest.to(7, ad, Direction.fromPeer(4096), false, back)));
+    assertTrue(service.submit(TransferRequest.read(7, ad, 4096, back)));
     Completion<Buffer> read = take();
     assertTrue(read.outcome().done().checksum().isEmpty());
     assertEquals(-1, back.segment().mismatch(source.segment()), "the read did not land");
@@ -125,7 +126,7 @@ class FabricServiceCoreTest {
       Buffer source = pattern(i, SLICE);
       sources.add(source);
       assertTrue(
-          service.submit(TransferRequest.to(1 + i % 3, slice(ad, i), Direction.TO_PEER, i % 2 == 0, source)));
+          service.submit(TransferRequest.write(1 + i % 3, slice(ad, i), source).withChecksum(i % 2 == 0 ? Checksum.CRC32C : Checksum.NONE)));
     }
     Set<Long> seen = new HashSet<>();
     for (int i = 0; i < count; i++) {
@@ -152,7 +153,7 @@ class FabricServiceCoreTest {
     for (int i = 0; i < count; i++) {
       Buffer source = pattern(i, SLICE);
       sources.add(source);
-      assertTrue(service.submit(TransferRequest.to(1, slice(ad, i), Direction.TO_PEER, false, source)));
+      assertTrue(service.submit(TransferRequest.write(1, slice(ad, i), source)));
     }
     service.close();
     assertEquals(count, completions.size(), "close returned before every transfer completed");
@@ -173,9 +174,9 @@ class FabricServiceCoreTest {
     MemorySegment target = arena.allocate(2L * SLICE);
     Advertisement ad = endpoint.expose(target, true, true).advertisement();
     Advertisement refused = endpoint.advertisementFor(LoopbackTestEndpoint.REFUSED_KEY);
-    assertTrue(service.submit(TransferRequest.to(1, slice(ad, 0), Direction.TO_PEER, false, pattern(0, SLICE))));
-    assertTrue(service.submit(TransferRequest.to(1, refused, Direction.TO_PEER, false, pattern(1, SLICE))));
-    assertTrue(service.submit(TransferRequest.to(1, slice(ad, 1), Direction.TO_PEER, false, pattern(2, SLICE))));
+    assertTrue(service.submit(TransferRequest.write(1, slice(ad, 0), pattern(0, SLICE))));
+    assertTrue(service.submit(TransferRequest.write(1, refused, pattern(1, SLICE))));
+    assertTrue(service.submit(TransferRequest.write(1, slice(ad, 1), pattern(2, SLICE))));
     Set<Long> done = new HashSet<>();
     DmaException failure = null;
     for (int i = 0; i < 3; i++) {
@@ -205,7 +206,7 @@ class FabricServiceCoreTest {
     MemorySegment target = arena.allocate(SLICE);
     Advertisement ad = endpoint.expose(target, true, true).advertisement();
     Advertisement hole = endpoint.advertisementFor(LoopbackTestEndpoint.BLACK_HOLE_KEY);
-    assertTrue(service.submit(TransferRequest.to(9, hole, Direction.TO_PEER, false, pattern(0, SLICE))));
+    assertTrue(service.submit(TransferRequest.write(9, hole, pattern(0, SLICE))));
     assertNull(completions.poll(100, TimeUnit.MILLISECONDS), "failed before its deadline");
     assertEquals(1, endpoint.posted());
     Completion<Buffer> expired = take();
@@ -218,7 +219,7 @@ class FabricServiceCoreTest {
     assertEquals(0, service.outstanding());
     // Another client is served as before.
     Buffer source = pattern(1, SLICE);
-    assertTrue(service.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, source)));
+    assertTrue(service.submit(TransferRequest.write(1, ad, source)));
     assertTrue(take().outcome().isDone());
     assertEquals(-1, target.mismatch(source.segment()));
   }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -114,7 +115,7 @@ abstract class ConformanceSuite {
 
   protected TransferRequest<Buffer> request(
       long clientId, Advertisement ad, Direction direction, Buffer buffer) {
-    return TransferRequest.to(clientId, ad, direction, true, buffer);
+    return TransferRequest.of(clientId, ad, direction, buffer).withChecksum(Checksum.CRC32C);
   }
 
   @ParameterizedTest(name = "{0} bytes")
@@ -161,7 +162,7 @@ abstract class ConformanceSuite {
         MemorySegment piece = local.asSlice((long) slot * size, size);
         assertTrue(
             service.submit(
-                TransferRequest.to(3, at, Direction.TO_PEER, false, new Buffer(slot, piece))));
+                TransferRequest.write(3, at, new Buffer(slot, piece))));
         submitted++;
       }
       Completion<Buffer> completion = completions.take();
@@ -303,8 +304,7 @@ abstract class ConformanceSuite {
     long started = System.nanoTime();
     assertTrue(
         service.submit(
-            TransferRequest.to(
-                1, new Advertisement(dead, 1, 0), Direction.TO_PEER, false, new Buffer(0, local))));
+            TransferRequest.write(1, new Advertisement(dead, 1, 0), new Buffer(0, local))));
     Completion<Buffer> completion = completions.take();
     assertFalse(completion.outcome().isDone());
     assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(30));

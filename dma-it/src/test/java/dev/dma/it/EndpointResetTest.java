@@ -128,6 +128,6 @@ class EndpointResetTest {
   private static void write(
       FabricService<Buffer> service, Advertisement ad, MemorySegment local, int id) {
     assertTrue(
-        service.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(id, local))));
+        service.submit(TransferRequest.write(1, ad, new Buffer(id, local))));
   }
 }

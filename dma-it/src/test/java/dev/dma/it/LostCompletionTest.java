@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -89,7 +90,7 @@ class LostCompletionTest {
       long started = System.nanoTime();
       assertTrue(
           service.submit(
-              TransferRequest.to(1, bad, Direction.TO_PEER, false, new Buffer(99, local))));
+              TransferRequest.write(1, bad, new Buffer(99, local))));
       Completion<Buffer> failed = completions.take();
       long tookMs = (System.nanoTime() - started) / 1_000_000;
       assertFalse(failed.outcome().isDone(), "the bad write succeeded");
@@ -128,7 +129,7 @@ class LostCompletionTest {
     assertTrue(readLine(out).startsWith("filled "));
     Patterns.fill(local, seed);
     assertTrue(
-        service.submit(TransferRequest.to(1, ad, Direction.TO_PEER, true, new Buffer((int) seed, local))));
+        service.submit(TransferRequest.write(1, ad, new Buffer((int) seed, local)).withChecksum(Checksum.CRC32C)));
     Completion<Buffer> written = completions.take();
     assertTrue(
         written.outcome().isDone(), () -> "good write failed: " + written.outcome().error());

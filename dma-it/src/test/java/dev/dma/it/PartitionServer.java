@@ -1,6 +1,7 @@
 package dev.dma.it;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
@@ -213,8 +214,10 @@ public final class PartitionServer {
         target.remoteKey(),
         target.remoteAddress() + slot * slotBytes,
         direction,
-        checksum,
-        op);
+        checksum ? Checksum.CRC32C : Checksum.NONE,
+        op,
+        0,
+        TransferRequest.UNKNOWN_LENGTH);
   }
 
   private Op newOp(String label, MemorySegment segment) {

@@ -19,7 +19,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
@@ -57,8 +56,8 @@ class RealDomainCacheTest {
   private static Operands spanning(CacheableSpan span) {
     return new Operands() {
       @Override
-      public Optional<CacheableSpan> cacheableSpan() {
-        return Optional.ofNullable(span);
+      public CacheableSpan cacheableSpan() {
+        return span;
       }
     };
   }
@@ -66,7 +65,7 @@ class RealDomainCacheTest {
   private static final Operands NEVER_ASKED =
       new Operands() {
         @Override
-        public Optional<CacheableSpan> cacheableSpan() {
+        public CacheableSpan cacheableSpan() {
           throw new AssertionError("a cache hit asked for its span");
         }
       };
@@ -100,7 +99,7 @@ class RealDomainCacheTest {
     assertEquals(1, endpoint.registrations.get());
     // A span that does not contain its operand falls back to the operand's own extent.
     Registration narrow =
-        regions.lease(buffer.address(), 4096, spanning(CacheableSpan.of(buffer.address() + 8192, 4096).orElseThrow()));
+        regions.lease(buffer.address(), 4096, spanning(CacheableSpan.of(buffer.address() + 8192, 4096)));
     assertNotEquals(first, narrow);
     assertEquals(2, endpoint.registrations.get());
     narrow.release();

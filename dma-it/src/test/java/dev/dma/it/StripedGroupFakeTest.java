@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -109,13 +110,12 @@ class StripedGroupFakeTest {
 
   private TransferRequest<Buffer> write(int id, MemorySegment local, long at) {
     Advertisement moved = new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + at);
-    return TransferRequest.to(1, moved, Direction.TO_PEER, true, new Buffer(id, local));
+    return TransferRequest.write(1, moved, new Buffer(id, local)).withChecksum(Checksum.CRC32C);
   }
 
   private TransferRequest<Buffer> read(int id, MemorySegment landing, long at) {
     Advertisement moved = new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + at);
-    return TransferRequest.to(
-        1, moved, Direction.fromPeer(landing.byteSize()), true, new Buffer(id, landing));
+    return TransferRequest.read(1, moved, landing.byteSize(), new Buffer(id, landing)).withChecksum(Checksum.CRC32C);
   }
 
   /** After the one expected completion: nothing else is in flight or queued. */

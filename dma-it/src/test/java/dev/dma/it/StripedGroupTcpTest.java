@@ -3,6 +3,7 @@ package dev.dma.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -51,7 +52,7 @@ class StripedGroupTcpTest {
 
       assertEquals(
           true,
-          group.submit(TransferRequest.to(1, ad, Direction.TO_PEER, true, new Buffer(1, local))));
+          group.submit(TransferRequest.write(1, ad, new Buffer(1, local)).withChecksum(Checksum.CRC32C)));
       Completion<Buffer> written = completions.take();
       TransferDone sent = written.outcome().done();
       assertEquals(1, written.context().id());
@@ -62,7 +63,7 @@ class StripedGroupTcpTest {
       assertEquals(
           true,
           group.submit(
-              TransferRequest.to(1, ad, Direction.fromPeer(LENGTH), true, new Buffer(2, landing))));
+              TransferRequest.read(1, ad, LENGTH, new Buffer(2, landing)).withChecksum(Checksum.CRC32C)));
       Completion<Buffer> read = completions.take();
       assertEquals(2, read.context().id());
       assertEquals(LENGTH, read.outcome().done().bytes());

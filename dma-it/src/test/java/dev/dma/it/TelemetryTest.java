@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.CacheableSpan;
+import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
@@ -36,7 +37,6 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
-import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -76,8 +76,8 @@ class TelemetryTest {
     }
 
     @Override
-    public Optional<CacheableSpan> cacheableSpan() {
-      return Optional.of(CacheableSpan.of(segment));
+    public CacheableSpan cacheableSpan() {
+      return CacheableSpan.of(segment);
     }
   }
 
@@ -107,7 +107,7 @@ class TelemetryTest {
         try {
           MemorySegment local = arena.allocate(1000);
           assertTrue(
-              service.submit(TransferRequest.to(77, ad, Direction.TO_PEER, true, new Spanned(local))));
+              service.submit(TransferRequest.write(77, ad, new Spanned(local)).withChecksum(Checksum.CRC32C)));
         } finally {
           scope.close();
         }
@@ -153,8 +153,7 @@ class TelemetryTest {
       try {
         assertTrue(
             service.submit(
-                TransferRequest.to(
-                    5, ad, Direction.fromPeer(65536), true, new Buffer(1, arena.allocate(65536)))));
+                TransferRequest.read(5, ad, 65536, new Buffer(1, arena.allocate(65536))).withChecksum(Checksum.CRC32C)));
       } finally {
         scope.close();
       }
@@ -191,7 +190,7 @@ class TelemetryTest {
         for (int i = 0; i < 3; i++) {
           assertTrue(
               service.submit(
-                  TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(i, arena.allocate(64)))));
+                  TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64)))));
           assertTrue(completions.take().outcome().isDone());
         }
         // Idle now. Rather than sleep and hope the worker spins, make it run passes that move
@@ -254,13 +253,13 @@ class TelemetryTest {
               .start()) {
         for (int i = 0; i < 7; i++) {
           MemorySegment local = arena.allocate(100);
-          assertTrue(service.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(i, local))));
+          assertTrue(service.submit(TransferRequest.write(1, ad, new Buffer(i, local))));
           Completion<Buffer> completion = completions.take();
           assertNotNull(completion);
         }
         MemorySegment landing = arena.allocate(50);
         assertTrue(
-            service.submit(TransferRequest.to(1, ad, Direction.fromPeer(50), false, new Buffer(9, landing))));
+            service.submit(TransferRequest.read(1, ad, 50, new Buffer(9, landing))));
         assertTrue(completions.take().outcome().isDone());
         Collection<MetricData> all = metrics.collectAllMetrics();
         Attributes writeDone =
@@ -318,7 +317,7 @@ class TelemetryTest {
               .start()) {
         assertTrue(
             service.submit(
-                TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(1, arena.allocate(64)))));
+                TransferRequest.write(1, ad, new Buffer(1, arena.allocate(64)))));
         Completion<Buffer> lost = completions.take();
         assertEquals(dev.dma.api.DmaException.Reason.DEADLINE, lost.outcome().error().reason());
         Collection<MetricData> all = metrics.collectAllMetrics();

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -52,7 +53,7 @@ class TwoProcessTest {
 
       MemorySegment local = arena.allocate(SIZE, 4096);
       Patterns.fill(local, 77);
-      assertTrue(service.submit(TransferRequest.to(1, ad, Direction.TO_PEER, true, new Buffer(1, local))));
+      assertTrue(service.submit(TransferRequest.write(1, ad, new Buffer(1, local)).withChecksum(Checksum.CRC32C)));
       Completion<Buffer> written = completions.take();
       int expected = Checksums.crc32c(local);
       assertEquals(expected, written.outcome().done().checksum().orElseThrow());
@@ -65,7 +66,7 @@ class TwoProcessTest {
       int childCrc = Integer.parseInt(filled.substring(7));
       assertTrue(
           service.submit(
-              TransferRequest.to(1, ad, Direction.fromPeer(SIZE), true, new Buffer(2, local))));
+              TransferRequest.read(1, ad, SIZE, new Buffer(2, local)).withChecksum(Checksum.CRC32C)));
       Completion<Buffer> read = completions.take();
       assertEquals(childCrc, read.outcome().done().checksum().orElseThrow());
       assertEquals(childCrc, Checksums.crc32c(local));

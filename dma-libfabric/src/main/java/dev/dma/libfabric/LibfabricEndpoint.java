@@ -305,7 +305,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   private void openAll(DmaConfiguration configuration) {
-    String node = configuration.bind().or(policy::defaultSourceNode).orElse(null);
+    String node =
+        configuration.bind() != null
+            ? configuration.bind()
+            : policy.defaultSourceNode().orElse(null);
     if (SHM.equals(policy.providerName()) && node != null) {
       // shm names the endpoint after a source node instead of the pid (fi_shm://127.0.0.1:0:0),
       // so two processes binding the same address collide with EBUSY. Its names are local to

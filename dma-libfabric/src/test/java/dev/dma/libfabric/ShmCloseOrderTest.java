@@ -343,7 +343,7 @@ class ShmCloseOrderTest {
           MemorySegment buffer = arena.allocate(4096, 4096);
           Advertisement ad = target.expose(buffer, true, true).advertisement();
           MemorySegment value = arena.allocate(4096).fill((byte) 42);
-          service.submit(TransferRequest.to(7, ad, Direction.TO_PEER, false, Operands.of(value)));
+          service.submit(TransferRequest.write(7, ad, Operands.of(value)));
           Completion<Operands> done = completions.poll(30, TimeUnit.SECONDS);
           if (done == null || done.outcome().done() == null) {
             throw new IllegalStateException("the write did not succeed: " + done);

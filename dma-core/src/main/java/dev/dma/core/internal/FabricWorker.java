@@ -1,6 +1,7 @@
 package dev.dma.core.internal;
 
 import dev.dma.api.BatchCompleter;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -653,7 +654,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       refuseAtIntake(context, DmaException.fabric(DmaException.Reason.BAD_REQUEST, outside));
       return;
     }
-    if (request.wantChecksum() && !operand.isAccessibleBy(NO_ARENA_OWNER)) {
+    if (request.checksum() == Checksum.CRC32C && !operand.isAccessibleBy(NO_ARENA_OWNER)) {
       // Refused before the RMA: the CRC is taken on a pool thread, which would get a
       // WrongThreadException only after the bytes had moved.
       refuseAtIntake(
@@ -943,7 +944,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     if (telemetry.metrics || telemetry.tracing) {
       recordReaped(op, error);
     }
-    if (op.request.wantChecksum()) {
+    if (op.request.checksum() == Checksum.CRC32C) {
       T context = op.request.context();
       MemorySegment operand = op.operand;
       long length = op.lengthBytes;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -42,7 +43,7 @@ class CacheWriterTest {
         for (int i = 0; i < 3; i++) {
           assertTrue(
               service.submit(
-                  TransferRequest.to(1, ad, Direction.TO_PEER, true, Operands.of(value))));
+                  TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C)));
         }
         int failed = 0;
         for (int i = 0; i < 3; i++) {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -47,7 +48,7 @@ class ProviderChoiceTest {
       MemorySegment clientBuffer = arena.allocate(4096);
       Advertisement ad = client.expose(clientBuffer, true, true).advertisement();
       MemorySegment value = arena.allocate(4096).fill((byte) 9);
-      assertTrue(server.submit(TransferRequest.to(1, ad, Direction.TO_PEER, true, Operands.of(value))));
+      assertTrue(server.submit(TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C)));
       assertEquals(Checksums.crc32c(value), done.poll(30, TimeUnit.SECONDS).outcome().done().checksum().orElseThrow());
       assertEquals(Checksums.crc32c(value), Checksums.crc32c(clientBuffer));
     }

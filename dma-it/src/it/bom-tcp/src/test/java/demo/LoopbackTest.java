@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -35,7 +36,7 @@ class LoopbackTest {
         value.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 13));
       }
       assertEquals("tcp", server.providerName());
-      assertTrue(server.submit(TransferRequest.to(1, ad, Direction.TO_PEER, true, Operands.of(value))));
+      assertTrue(server.submit(TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C)));
       int sent = done.poll(30, TimeUnit.SECONDS).outcome().done().checksum().orElseThrow();
       assertEquals(Checksums.crc32c(value), sent);
       assertEquals(sent, Checksums.crc32c(clientBuffer));
@@ -43,7 +44,7 @@ class LoopbackTest {
       MemorySegment back = arena.allocate(1 << 20);
       assertTrue(
           server.submit(
-              TransferRequest.to(1, ad, Direction.fromPeer(1 << 20), true, Operands.of(back))));
+              TransferRequest.read(1, ad, 1 << 20, Operands.of(back)).withChecksum(Checksum.CRC32C)));
       assertEquals(sent, done.poll(30, TimeUnit.SECONDS).outcome().done().checksum().orElseThrow());
       assertEquals(sent, Checksums.crc32c(back));
     }

@@ -1,6 +1,7 @@
 package demo;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -42,10 +43,10 @@ public final class Main {
       Advertisement ad = client.expose(clientBuffer, true, true).advertisement();
       MemorySegment value = arena.allocate(65536);
       value.fill((byte) 0x3c);
-      server.submit(TransferRequest.to(1, ad, Direction.TO_PEER, true, Operands.of(value)));
+      server.submit(TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C));
       Completion<Operands> written = done.poll(30, TimeUnit.SECONDS);
       MemorySegment back = arena.allocate(65536);
-      server.submit(TransferRequest.to(1, ad, Direction.fromPeer(65536), true, Operands.of(back)));
+      server.submit(TransferRequest.read(1, ad, 65536, Operands.of(back)).withChecksum(Checksum.CRC32C));
       Completion<Operands> read = done.poll(30, TimeUnit.SECONDS);
       int expected = Checksums.crc32c(value);
       if (written == null

@@ -58,12 +58,7 @@ class EfaHardwareGroupTest {
             new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + (long) i * size);
         assertTrue(
             group.submit(
-                TransferRequest.to(
-                    1,
-                    at,
-                    Direction.TO_PEER,
-                    false,
-                    new Buffer(i, local.asSlice((long) i * size, size)))));
+                TransferRequest.write(1, at, new Buffer(i, local.asSlice((long) i * size, size)))));
       }
       for (Completion<Buffer> done : completions.take(count)) {
         assertTrue(done.outcome().isDone(), () -> done.outcome().error().getMessage());

@@ -160,7 +160,6 @@ class FabricServiceGroupTest {
       Advertisement ad, MemorySegment local, int i, int size) {
     Advertisement at =
         new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + (long) i * size);
-    return TransferRequest.to(
-        1, at, Direction.TO_PEER, false, new Buffer(i, local.asSlice((long) i * size, size)));
+    return TransferRequest.write(1, at, new Buffer(i, local.asSlice((long) i * size, size)));
   }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -79,7 +80,7 @@ class AsyncFabricServiceTest {
       Buffer buffer = new Buffer(1, local);
       Completion<Buffer> done =
           service
-              .transfer(TransferRequest.to(1, ad, Direction.TO_PEER, true, buffer))
+              .transfer(TransferRequest.write(1, ad, buffer).withChecksum(Checksum.CRC32C))
               .get(10, TimeUnit.SECONDS);
       assertEquals(buffer, done.context());
       assertEquals(Checksums.crc32c(local), done.outcome().done().checksum().orElseThrow());
@@ -89,7 +90,7 @@ class AsyncFabricServiceTest {
       MemorySegment second = arena.allocate(4096);
       second.fill((byte) 0x17);
       CompletableFuture<Completion<Buffer>> abandoned =
-          service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(2, second)));
+          service.transfer(TransferRequest.write(1, ad, new Buffer(2, second)));
       assertTrue(abandoned.cancel(true));
       assertEquals(1, service.outstanding());
       fabric.script().stopHolding();
@@ -106,7 +107,7 @@ class AsyncFabricServiceTest {
     // A closed service refuses at once: the future is already failed with CLOSED.
     Buffer late = new Buffer(3, arena.allocate(8));
     CompletableFuture<Completion<Buffer>> refused =
-        service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, late));
+        service.transfer(TransferRequest.write(1, ad, late));
     assertTrue(refused.isDone());
     DmaException closed = failure(refused);
     assertEquals(DmaException.Reason.CLOSED, closed.reason());
@@ -118,7 +119,7 @@ class AsyncFabricServiceTest {
     try (AsyncFabricService<Buffer> service = AsyncFabricService.start(configuration().build())) {
       // No source: the worker fails it at intake.
       DmaException error =
-          failure(service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(1, null))));
+          failure(service.transfer(TransferRequest.write(1, ad, new Buffer(1, null))));
       assertEquals(DmaException.Reason.BAD_REQUEST, error.reason());
       assertEquals(Operands.NO_SOURCE, error.getMessage());
     }
@@ -132,10 +133,10 @@ class AsyncFabricServiceTest {
       MemorySegment local = arena.allocate(64);
       List<CompletableFuture<Completion<Buffer>>> accepted =
           List.of(
-              service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(1, local))),
-              service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(2, local))));
+              service.transfer(TransferRequest.write(1, ad, new Buffer(1, local))),
+              service.transfer(TransferRequest.write(1, ad, new Buffer(2, local))));
       CompletableFuture<Completion<Buffer>> refused =
-          service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(3, local)));
+          service.transfer(TransferRequest.write(1, ad, new Buffer(3, local)));
       assertTrue(refused.isDone());
       DmaException full = failure(refused);
       assertEquals(DmaException.Reason.BACKPRESSURE, full.reason());
@@ -157,7 +158,7 @@ class AsyncFabricServiceTest {
         fabric.script().holdCompletions();
         CompletableFuture<Completion<Buffer>> future =
             service.transfer(
-                TransferRequest.to(1, ad, Direction.TO_PEER, checksum, new Buffer(1, arena.allocate(64))));
+                TransferRequest.write(1, ad, new Buffer(1, arena.allocate(64))).withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE));
         // Attached while the completion is held, so it runs wherever the future is completed.
         CompletableFuture<String> stage = future.thenApply(done -> Thread.currentThread().getName());
         assertFalse(stage.isDone());
@@ -175,7 +176,7 @@ class AsyncFabricServiceTest {
     try (AsyncFabricService<Buffer> service = start(Runnable::run)) {
       fabric.script().holdCompletions();
       CompletableFuture<Completion<Buffer>> future =
-          service.transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(1, arena.allocate(64))));
+          service.transfer(TransferRequest.write(1, ad, new Buffer(1, arena.allocate(64))));
       CompletableFuture<String> stage = future.thenApply(done -> Thread.currentThread().getName());
       fabric.script().stopHolding();
       fabric.script().releaseCompletions();
@@ -193,7 +194,7 @@ class AsyncFabricServiceTest {
       int untouched = Checksums.crc32c(remote);
       for (Direction direction : List.of(Direction.TO_PEER, new Direction.FromPeer(4096))) {
         DmaException refused =
-            failure(service.transfer(TransferRequest.to(1, ad, direction, true, new Buffer(1, local))));
+            failure(service.transfer(TransferRequest.of(1, ad, direction, new Buffer(1, local)).withChecksum(Checksum.CRC32C)));
         assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason(), direction.toString());
         assertEquals(FabricWorker.CONFINED_CHECKSUM, refused.getMessage());
         assertEquals(untouched, Checksums.crc32c(remote), "no RMA happened: " + direction);
@@ -202,7 +203,7 @@ class AsyncFabricServiceTest {
       // Without a checksum nothing reads it off its thread: the same segment transfers.
       assertTrue(
           service
-              .transfer(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(2, local)))
+              .transfer(TransferRequest.write(1, ad, new Buffer(2, local)))
               .get(10, TimeUnit.SECONDS)
               .outcome()
               .isDone());

@@ -3,7 +3,6 @@ package dev.dma.fake.core;
 import dev.dma.api.CacheableSpan;
 import dev.dma.api.Operands;
 import java.lang.foreign.MemorySegment;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** A test context: one native segment with an id, counting how often its span was asked. */
@@ -34,9 +33,9 @@ final class Buffer implements Operands {
   }
 
   @Override
-  public Optional<CacheableSpan> cacheableSpan() {
+  public CacheableSpan cacheableSpan() {
     spanAsked.incrementAndGet();
-    return Optional.ofNullable(span);
+    return span;
   }
 
   @Override

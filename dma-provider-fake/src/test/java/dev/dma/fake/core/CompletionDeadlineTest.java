@@ -120,7 +120,7 @@ class CompletionDeadlineTest {
   }
 
   private static TransferRequest<Buffer> write(long client, Advertisement ad, Buffer buffer) {
-    return TransferRequest.to(client, ad, Direction.TO_PEER, false, buffer);
+    return TransferRequest.write(client, ad, buffer);
   }
 
   private static void waitUntil(BooleanSupplier condition) throws InterruptedException {

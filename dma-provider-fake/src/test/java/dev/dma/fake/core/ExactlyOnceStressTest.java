@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -175,12 +176,7 @@ class ExactlyOnceStressTest {
                             service.addPeer(silentClient, silentAd.address());
                             assertTrue(
                                 service.submit(
-                                    TransferRequest.to(
-                                        silentClient,
-                                        silentAd,
-                                        Direction.TO_PEER,
-                                        false,
-                                        new Buffer(id, sources.asSlice(0, SLICE)))));
+                                    TransferRequest.write(silentClient, silentAd, new Buffer(id, sources.asSlice(0, SLICE)))));
                             continue;
                           }
                           MemorySegment local = sources.asSlice((long) slice * SLICE, SLICE);
@@ -192,12 +188,7 @@ class ExactlyOnceStressTest {
                           Buffer buffer =
                               read ? new Buffer(id, arena.allocate(SLICE)) : new Buffer(id, local);
                           TransferRequest<Buffer> request =
-                              TransferRequest.to(
-                                  thread,
-                                  at,
-                                  read ? Direction.fromPeer(SLICE) : Direction.TO_PEER,
-                                  i % 16 == 0,
-                                  buffer);
+                              TransferRequest.of(thread, at, read ? Direction.fromPeer(SLICE) : Direction.TO_PEER, buffer).withChecksum(i % 16 == 0 ? Checksum.CRC32C : Checksum.NONE);
                           assertTrue(service.submit(request));
                         }
                       }));

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.CacheableSpan;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -102,7 +103,7 @@ class FabricWorkerTest {
   }
 
   private TransferRequest<Buffer> write(long client, Buffer buffer, boolean checksum) {
-    return TransferRequest.to(client, ad, Direction.TO_PEER, checksum, buffer);
+    return TransferRequest.write(client, ad, buffer).withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE);
   }
 
   private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
@@ -197,7 +198,7 @@ class FabricWorkerTest {
 
     Buffer landing = new Buffer(2, arena.allocate(8192));
     assertTrue(
-        service.submit(TransferRequest.to(1, ad, Direction.fromPeer(4096), true, landing)));
+        service.submit(TransferRequest.read(1, ad, 4096, landing).withChecksum(Checksum.CRC32C)));
     Completion<Buffer> read = recorder.take();
     assertEquals(expected, read.outcome().done().checksum().orElseThrow());
     assertEquals(expected, Checksums.crc32c(landing.segment.asSlice(0, 4096)));
@@ -220,7 +221,7 @@ class FabricWorkerTest {
   void overrunningAShortLandingBufferWouldCorruptWhatFollowsSoItIsRefused() throws Exception {
     start();
     Buffer small = new Buffer(1, arena.allocate(10));
-    assertTrue(service.submit(TransferRequest.to(1, ad, Direction.fromPeer(100), false, small)));
+    assertTrue(service.submit(TransferRequest.read(1, ad, 100, small)));
     Completion<Buffer> refused = recorder.take();
     assertEquals(
         "the caller context allocated 10 bytes for a 100 byte FromPeer transfer",
@@ -233,26 +234,26 @@ class FabricWorkerTest {
   void missingAndHeapOperandsFailThatTransferOnly() throws Exception {
     // A context implementing no method: it supplies neither a source nor a landing buffer.
     Operands none = new Operands() {};
-    assertFalse(none.cacheableSpan().isPresent());
+    assertNull(none.cacheableSpan());
     Recorder<Operands> plainRecorder = new Recorder<>();
     try (FabricService<Operands> plain =
         FabricService.<Operands>builder(configuration().build())
             .completer(plainRecorder)
             .clock(ticker)
             .start()) {
-      assertTrue(plain.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, none)));
+      assertTrue(plain.submit(TransferRequest.write(1, ad, none)));
       Completion<Operands> noSource = plainRecorder.take();
       assertSame(none, noSource.context());
       assertEquals(Operands.NO_SOURCE, noSource.outcome().error().getMessage());
       assertEquals(DmaException.Reason.BAD_REQUEST, noSource.outcome().error().reason());
 
-      assertTrue(plain.submit(TransferRequest.to(1, ad, Direction.fromPeer(8), false, none)));
+      assertTrue(plain.submit(TransferRequest.read(1, ad, 8, none)));
       Completion<Operands> noLanding = plainRecorder.take();
       assertSame(none, noLanding.context());
       assertEquals(Operands.NO_LANDING_BUFFER, noLanding.outcome().error().getMessage());
 
       Operands heap = Operands.of(MemorySegment.ofArray(new byte[8]));
-      assertTrue(plain.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, heap)));
+      assertTrue(plain.submit(TransferRequest.write(1, ad, heap)));
       Completion<Operands> onHeap = plainRecorder.take();
       assertSame(heap, onHeap.context());
       assertTrue(
@@ -262,7 +263,7 @@ class FabricWorkerTest {
 
       // The service and the peer are unharmed: the next good transfer lands its bytes.
       Buffer good = local(2, 8, 5);
-      assertTrue(plain.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, good)));
+      assertTrue(plain.submit(TransferRequest.write(1, ad, good)));
       Completion<Operands> done = plainRecorder.take();
       assertSame(good, done.context());
       assertTrue(done.outcome().isDone(), () -> done.outcome().toString());

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.CacheableSpan;
+import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
@@ -101,7 +102,7 @@ class ReclaimUnderTrafficTest {
                           window.acquireUninterruptibly();
                           assertTrue(
                               service.submit(
-                                  TransferRequest.to(thread, ad, Direction.TO_PEER, i % 8 == 0, buffer)));
+                                  TransferRequest.write(thread, ad, buffer).withChecksum(i % 8 == 0 ? Checksum.CRC32C : Checksum.NONE)));
                         }
                       }));
         }

@@ -57,7 +57,7 @@ class WorkerAllocationTest {
                   })
               .start()) {
         Buffer buffer = new Buffer(1, arena.allocate(64));
-        TransferRequest<Buffer> request = TransferRequest.to(1, ad, Direction.TO_PEER, false, buffer);
+        TransferRequest<Buffer> request = TransferRequest.write(1, ad, buffer);
         int warmup = 200_000;
         int measured = 200_000;
         for (int i = 0; i < warmup; i++) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
@@ -115,7 +116,7 @@ class WorkerFailureTest {
         for (int i = 0; i < 50; i++) {
           assertTrue(
               service.submit(
-                  TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(i, arena.allocate(64)))));
+                  TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64)))));
         }
         for (Completion<Buffer> completion : recorder.take(50)) {
           assertTrue(completion.outcome().isDone());
@@ -154,7 +155,7 @@ class WorkerFailureTest {
       for (int i = 0; i < 5; i++) {
         assertTrue(
             service.submit(
-                TransferRequest.to(1, ad, Direction.TO_PEER, i % 2 == 0, new Buffer(i, arena.allocate(64)))));
+                TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64))).withChecksum(i % 2 == 0 ? Checksum.CRC32C : Checksum.NONE)));
       }
       while (fabric.script().heldCompletions() < 5) {
         Thread.sleep(1);
@@ -166,7 +167,7 @@ class WorkerFailureTest {
         assertEquals(FabricWorker.WORKER_GONE, completion.outcome().error().getMessage());
       }
       assertEquals(0, service.outstanding());
-      assertFalse(service.submit(TransferRequest.to(1, ad, Direction.TO_PEER, false, new Buffer(9, arena.allocate(8)))));
+      assertFalse(service.submit(TransferRequest.write(1, ad, new Buffer(9, arena.allocate(8)))));
       assertEquals(
           FabricWorker.WORKER_GONE,
           assertThrows(DmaException.class, () -> service.addPeer(2, ad.address())).getMessage());

@@ -7,7 +7,6 @@ import dev.dma.api.Operands;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -285,11 +284,10 @@ public final class LocalRegions implements AutoCloseable {
   }
 
   private static CacheableSpan spanAround(Operands context, long address, long end) {
-    Optional<CacheableSpan> answer = context == null ? null : context.cacheableSpan();
-    if (answer == null || answer.isEmpty()) {
+    CacheableSpan span = context == null ? null : context.cacheableSpan();
+    if (span == null) {
       return null;
     }
-    CacheableSpan span = answer.get();
     // A span that does not contain the operand would register memory the operand is not in.
     return span.contains(address, end) ? span : null;
   }

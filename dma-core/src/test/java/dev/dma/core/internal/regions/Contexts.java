@@ -2,7 +2,6 @@ package dev.dma.core.internal.regions;
 
 import dev.dma.api.CacheableSpan;
 import dev.dma.api.Operands;
-import java.util.Optional;
 
 /** Caller contexts for the registration-cache tests. */
 final class Contexts {
@@ -12,7 +11,7 @@ final class Contexts {
   static final Operands NEVER_ASKED =
       new Operands() {
         @Override
-        public Optional<CacheableSpan> cacheableSpan() {
+        public CacheableSpan cacheableSpan() {
           throw new AssertionError("cacheableSpan() was called on a cache hit");
         }
       };
@@ -30,9 +29,9 @@ final class Contexts {
     }
 
     @Override
-    public Optional<CacheableSpan> cacheableSpan() {
+    public CacheableSpan cacheableSpan() {
       asked++;
-      return Optional.of(span);
+      return span;
     }
   }
 

@@ -14,7 +14,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.dma.api.CacheableSpan;
 import dev.dma.api.Operands;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -146,9 +145,9 @@ class InvalidateDuringRegistrationTest {
     Operands freesWhileAsked =
         new Operands() {
           @Override
-          public Optional<CacheableSpan> cacheableSpan() {
+          public CacheableSpan cacheableSpan() {
             registry.invalidate(BASE, BASE + SPAN);
-            return Optional.of(new CacheableSpan(BASE, BASE + SPAN));
+            return new CacheableSpan(BASE, BASE + SPAN);
           }
         };
     Registration lease = regions.lease(BASE + 4096, 4096, freesWhileAsked);

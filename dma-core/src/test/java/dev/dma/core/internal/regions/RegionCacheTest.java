@@ -17,7 +17,6 @@ import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -310,11 +309,11 @@ class RegionCacheTest {
   }
 
   @Test
-  void aNullOrEmptySpanAnswerRegistersTheOperandOnly() {
+  void aNullSpanAnswerOrNoContextRegistersTheOperandOnly() {
     Operands nullAnswer =
         new Operands() {
           @Override
-          public Optional<CacheableSpan> cacheableSpan() {
+          public CacheableSpan cacheableSpan() {
             return null;
           }
         };
