@@ -871,35 +871,11 @@ public final class FakeEndpoint implements FabricEndpoint {
       return;
     }
     boolean write = slotWrite[slot];
-    if (write ? !region.remoteWrite : !region.remoteRead) {
-      fail(
-          slot,
-          FiErrno.EACCES,
-          -FiErrno.EACCES,
-          "the region of remote key "
-              + key
-              + " does not allow remote "
-              + (write ? "writes" : "reads"));
-      return;
-    }
+    long remote = slotRemote[slot];
     long length = slotLength[slot];
-    long offset = region.virtual ? slotRemote[slot] - region.base : slotRemote[slot];
-    if (offset < 0 || offset > region.lengthBytes || length > region.lengthBytes - offset) {
-      fail(
-          slot,
-          FiErrno.EACCES,
-          -FiErrno.EACCES,
-          "remote range ["
-              + Long.toUnsignedString(slotRemote[slot])
-              + ", +"
-              + length
-              + ") is outside the region of remote key "
-              + key
-              + " ("
-              + region.lengthBytes
-              + " bytes at "
-              + (region.virtual ? "0x" + Long.toHexString(region.base) : "offset 0")
-              + ")");
+    String refusal = region.refusal(write, remote, length);
+    if (refusal != null) {
+      fail(slot, FiErrno.EACCES, -FiErrno.EACCES, refusal);
       return;
     }
     if (!region.scope.isAlive()) {
@@ -911,10 +887,11 @@ public final class FakeEndpoint implements FabricEndpoint {
       return;
     }
     if (length > 0) {
+      long remoteBytes = region.base + region.offset(remote);
       if (write) {
-        Memory.copy(slotLocal[slot], region.base + offset, length);
+        Memory.copy(slotLocal[slot], remoteBytes, length);
       } else {
-        Memory.copy(region.base + offset, slotLocal[slot], length);
+        Memory.copy(remoteBytes, slotLocal[slot], length);
       }
     }
     counts.add(write ? Counts.BYTES_WRITTEN : Counts.BYTES_READ, length);
@@ -1234,6 +1211,18 @@ public final class FakeEndpoint implements FabricEndpoint {
     return qpn;
   }
 
+  /** The fabric's lock, which guards this endpoint; for its regions' {@link Region#close()}. */
+  Object lock() {
+    return lock;
+  }
+
+  /** Forgets a region of this endpoint that just closed, with the lock held. */
+  void regionClosed(Region region) {
+    fabric.removeRegion(region.key);
+    exposed.remove(region);
+    counts.add(Counts.LIVE_EXPOSES, -1);
+  }
+
   /**
    * Records a violation found before any state changed, and throws if the script says so. Found
    * later (while bytes move or a completion is reaped), a violation is only counted: throwing there
@@ -1252,84 +1241,8 @@ public final class FakeEndpoint implements FabricEndpoint {
     return violation(description);
   }
 
-  /** A local registration: a range of native memory registered by one endpoint. */
-  static final class Registration {
-    final long id;
-    final FakeEndpoint owner;
-    final long address;
-    final long lengthBytes;
-
-    Registration(long id, FakeEndpoint owner, long address, long lengthBytes) {
-      this.id = id;
-      this.owner = owner;
-      this.address = address;
-      this.lengthBytes = lengthBytes;
-    }
-  }
-
   /** An op of another endpoint that waits for this target to progress. */
   private record Awaiting(FakeEndpoint initiator, int slot, long index) {}
-
-  /** A region exposed for remote access; closing it is thread-safe and idempotent. */
-  static final class Region implements ExposedRegion {
-    final FakeEndpoint owner;
-    final long key;
-    final long base;
-    final long lengthBytes;
-    final MemorySegment.Scope scope;
-    final boolean virtual;
-    final boolean remoteRead;
-    final boolean remoteWrite;
-    private boolean closed;
-
-    Region(
-        FakeEndpoint owner,
-        long key,
-        MemorySegment segment,
-        boolean virtual,
-        boolean remoteRead,
-        boolean remoteWrite) {
-      this.owner = owner;
-      this.key = key;
-      this.base = segment.address();
-      this.lengthBytes = segment.byteSize();
-      this.scope = segment.scope();
-      this.virtual = virtual;
-      this.remoteRead = remoteRead;
-      this.remoteWrite = remoteWrite;
-    }
-
-    @Override
-    public Advertisement advertisement() {
-      return new Advertisement(
-          owner.address,
-          key,
-          virtual ? base : 0,
-          lengthBytes > 0 ? lengthBytes : Advertisement.UNKNOWN_LENGTH);
-    }
-
-    @Override
-    public void close() {
-      synchronized (owner.lock) {
-        closeUnlocked();
-      }
-    }
-
-    void closeUnlocked() {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      owner.fabric.removeRegion(key);
-      owner.exposed.remove(this);
-      owner.counts.add(Counts.LIVE_EXPOSES, -1);
-    }
-
-    @Override
-    public String toString() {
-      return "ExposedRegion[key " + key + ", " + lengthBytes + " bytes]";
-    }
-  }
 
   /**
    * Raw memory access. A holder class, so the restricted call runs (and warns without native
