@@ -10,7 +10,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -88,12 +87,6 @@ public final class FakeEndpoint implements FabricEndpoint {
   private static final int MR_VIRT_ADDR = 1 << 4;
   private static final long CAPS =
       (1L << 2) | (1L << 8) | (1L << 9) | (1L << 12) | (1L << 13); // RMA, READ, WRITE, REMOTE_*
-  // Handles and descriptors carry different tags in their top 16 bits, so one passed for the other
-  // is recognised; the low 48 bits are the registration's id.
-  private static final long ID_MASK = (1L << 48) - 1;
-  private static final long TAG_MASK = ~ID_MASK;
-  private static final long HANDLE_TAG = 0x7265L << 48; // "re"
-  private static final long DESCRIPTOR_TAG = 0x6465L << 48; // "de"
   // EFA's efa_context.completion_flags for the op kinds (FI_RMA | FI_WRITE, FI_RMA | FI_READ).
   private static final long WRITE_FLAGS = (1L << 2) | (1L << 9);
   private static final long READ_FLAGS = (1L << 2) | (1L << 8);
@@ -115,9 +108,8 @@ public final class FakeEndpoint implements FabricEndpoint {
   private final Counts counts;
   private boolean closed;
 
-  // The address vector: index = peer handle; null once removed.
-  private final List<byte[]> peerAddresses = new ArrayList<>();
-  private final List<FakeEndpoint> peerTargets = new ArrayList<>();
+  private final AddressVector peers = new AddressVector();
+  private final Registrations registrations;
   private final List<Region> exposed = new ArrayList<>();
   // Ops of other endpoints waiting for this (target) endpoint to progress.
   private final List<Awaiting> awaiting = new ArrayList<>();
@@ -165,6 +157,7 @@ public final class FakeEndpoint implements FabricEndpoint {
     this.efa = address.length == FakeAddresses.EFA_BYTES;
     this.qpn = qpn;
     this.counts = new Counts(fabric.counts);
+    this.registrations = new Registrations(this, fabric, script, counts);
   }
 
   /**
@@ -216,11 +209,7 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public int livePeers() {
     synchronized (lock) {
-      int live = 0;
-      for (byte[] peer : peerAddresses) {
-        live += peer != null ? 1 : 0;
-      }
-      return live;
+      return peers.live();
     }
   }
 
@@ -233,7 +222,7 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public boolean hasPeer(byte[] peerAddress) {
     synchronized (lock) {
-      return hasInserted(peerAddress);
+      return peers.contains(peerAddress);
     }
   }
 
@@ -320,17 +309,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       byte[] copy = peerAddress.clone();
       FakeEndpoint target = fabric.endpointAt(copy);
       counts.increment(Counts.INSERTS);
-      if (script.reuseAddressHandles) {
-        int free = peerAddresses.indexOf(null);
-        if (free >= 0) {
-          peerAddresses.set(free, copy);
-          peerTargets.set(free, target);
-          return free;
-        }
-      }
-      peerAddresses.add(copy);
-      peerTargets.add(target);
-      return peerAddresses.size() - 1L;
+      return peers.insert(copy, target, script.reuseAddressHandles);
     }
   }
 
@@ -347,12 +326,11 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed) {
         return violation("removePeer(" + handle + ") on a closed endpoint");
       }
-      String problem = peerProblem(handle);
+      String problem = peers.problem(handle);
       if (problem != null) {
         return violation("removePeer(" + handle + "): " + problem);
       }
-      peerAddresses.set((int) handle, null);
-      peerTargets.set((int) handle, null);
+      peers.remove(handle);
       counts.increment(Counts.REMOVES);
       int outstanding = 0;
       for (int slot = 0; slot < slotCount; slot++) {
@@ -434,10 +412,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       heldCount = 0;
       readyCount = 0;
       readyHead = 0;
-      for (int handle = 0; handle < peerAddresses.size(); handle++) {
-        peerAddresses.set(handle, null);
-        peerTargets.set(handle, null);
-      }
+      peers.removeAll();
     }
   }
 
@@ -470,31 +445,8 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed) {
         throw DmaException.fabric("fi_mr_reg: the endpoint is closed");
       }
-      if (localAddress == 0 || lengthBytes <= 0 || localAddress + lengthBytes < localAddress) {
-        return failRegistration(FiErrno.EINVAL);
-      }
-      if (script.registrationFailures > 0) {
-        script.registrationFailures--;
-        return failRegistration(script.registrationErrno);
-      }
-      Registration registration = fabric.addRegistration(this, localAddress, lengthBytes);
-      if (registration == null) {
-        return failRegistration(FiErrno.ENOMEM);
-      }
-      counts.increment(Counts.REGISTRATIONS);
-      counts.increment(Counts.LIVE_REGISTRATIONS);
-      return HANDLE_TAG | registration.id;
+      return registrations.register(localAddress, lengthBytes);
     }
-  }
-
-  private long failRegistration(int errno) {
-    counts.increment(Counts.REGISTRATION_FAILURES);
-    throw new DmaException(
-        DmaException.Kind.FABRIC,
-        FiErrno.callMessage("fi_mr_reg", errno),
-        errno,
-        DmaException.UNKNOWN_ERRNO,
-        null);
   }
 
   /**
@@ -508,8 +460,12 @@ public final class FakeEndpoint implements FabricEndpoint {
         violation("descriptor(0x" + Long.toHexString(registration) + ") after the endpoint closed");
         return 0;
       }
-      Registration live = liveRegistration(registration, HANDLE_TAG, "descriptor");
-      return live == null ? 0 : DESCRIPTOR_TAG | live.id;
+      String problem = registrations.handleProblem(registration, "descriptor");
+      if (problem != null) {
+        violation(problem);
+        return 0;
+      }
+      return Registrations.descriptor(registrations.live(registration));
     }
   }
 
@@ -530,10 +486,12 @@ public final class FakeEndpoint implements FabricEndpoint {
                 + ") after the endpoint closed, which had closed the registration already");
         return;
       }
-      Registration live = liveRegistration(registration, HANDLE_TAG, "deregister");
-      if (live == null) {
+      String problem = registrations.handleProblem(registration, "deregister");
+      if (problem != null) {
+        violation(problem);
         return;
       }
+      Registration live = registrations.live(registration);
       String inUse = null;
       for (int slot = 0; slot < slotCount && inUse == null; slot++) {
         if (slotState[slot] == SLOT_POSTED && slotRegistration[slot] == live.id) {
@@ -548,42 +506,11 @@ public final class FakeEndpoint implements FabricEndpoint {
         }
       }
       // Closed even when in use: the caller asked, and a real provider would have closed it too.
-      fabric.removeRegistration(live);
-      counts.increment(Counts.DEREGISTRATIONS);
-      counts.add(Counts.LIVE_REGISTRATIONS, -1);
+      registrations.deregister(live);
       if (inUse != null) {
         violation(inUse);
       }
     }
-  }
-
-  /** The live registration {@code value} names, or null after recording a violation. */
-  private Registration liveRegistration(long value, long tag, String call) {
-    String what = call + "(0x" + Long.toHexString(value) + ")";
-    if ((value & TAG_MASK) != tag) {
-      violation(
-          what
-              + ": not a "
-              + (tag == HANDLE_TAG ? "registration handle from register()" : "descriptor")
-              + ((value & TAG_MASK) == DESCRIPTOR_TAG ? " (it is a descriptor)" : "")
-              + ((value & TAG_MASK) == HANDLE_TAG ? " (it is a registration handle)" : ""));
-      return null;
-    }
-    long id = value & ID_MASK;
-    Registration registration = fabric.registration(id);
-    if (registration == null) {
-      violation(
-          what
-              + (fabric.registrationWasIssued(id)
-                  ? ": registration " + id + " was already deregistered"
-                  : ": no such registration"));
-      return null;
-    }
-    if (registration.owner != this) {
-      violation(what + ": registration " + id + " belongs to another endpoint");
-      return null;
-    }
-    return registration;
   }
 
   /**
@@ -689,25 +616,25 @@ public final class FakeEndpoint implements FabricEndpoint {
         return postViolation(
             call + ": bad local operand [" + localAddress + ", +" + lengthBytes + ")");
       }
-      String peerProblem = peerProblem(peer);
+      String peerProblem = peers.problem(peer);
       if (peerProblem != null) {
         return postViolation(call + ": " + peerProblem);
       }
       long registrationId = 0;
       if (script.requireLocalRegistration) {
-        String problem = descriptorProblem(descriptor, localAddress, lengthBytes);
+        String problem = registrations.descriptorProblem(descriptor, localAddress, lengthBytes);
         if (problem != null) {
           return postViolation(call + ": " + problem);
         }
-        registrationId = descriptor & ID_MASK;
+        registrationId = Registrations.id(descriptor);
       }
 
-      int refused = script.postFailure(peerAddresses.get((int) peer));
+      int refused = script.postFailure(peers.address(peer));
       if (refused != 0) {
         counts.increment(Counts.POST_ERRORS);
         return -refused;
       }
-      FakeEndpoint target = peerTargets.get((int) peer);
+      FakeEndpoint target = peers.target(peer);
       if (target == null
           || target.closed
           || (!script.unreachable.isEmpty()
@@ -730,7 +657,7 @@ public final class FakeEndpoint implements FabricEndpoint {
                 write ? FakeOp.Kind.WRITE : FakeOp.Kind.READ,
                 slot,
                 address.clone(),
-                peerAddresses.get((int) peer).clone(),
+                peers.address(peer).clone(),
                 peer,
                 localAddress,
                 lengthBytes,
@@ -780,55 +707,6 @@ public final class FakeEndpoint implements FabricEndpoint {
     }
   }
 
-  /** Why {@code handle} is not a live peer handle, or null. */
-  private String peerProblem(long handle) {
-    if (handle < 0 || handle >= peerAddresses.size()) {
-      return "peer handle " + handle + " was never inserted";
-    }
-    if (peerAddresses.get((int) handle) == null) {
-      return "peer handle " + handle + " was removed";
-    }
-    return null;
-  }
-
-  /** Why a post's descriptor does not cover its local bytes, or null. */
-  private String descriptorProblem(long descriptor, long localAddress, long lengthBytes) {
-    if (descriptor == 0) {
-      return "descriptor 0, but local registration is required (FI_MR_LOCAL)";
-    }
-    if ((descriptor & TAG_MASK) != DESCRIPTOR_TAG) {
-      return "0x"
-          + Long.toHexString(descriptor)
-          + " is not a descriptor from descriptor()"
-          + ((descriptor & TAG_MASK) == HANDLE_TAG ? " (it is a registration handle)" : "");
-    }
-    long id = descriptor & ID_MASK;
-    Registration registration = fabric.registration(id);
-    if (registration == null) {
-      return fabric.registrationWasIssued(id)
-          ? "the descriptor's registration " + id + " was deregistered"
-          : "descriptor 0x" + Long.toHexString(descriptor) + " was never issued";
-    }
-    if (registration.owner != this) {
-      return "the descriptor's registration " + id + " belongs to another endpoint";
-    }
-    if (localAddress < registration.address
-        || localAddress + lengthBytes > registration.address + registration.lengthBytes) {
-      return "registration "
-          + id
-          + " covers [0x"
-          + Long.toHexString(registration.address)
-          + ", +"
-          + registration.lengthBytes
-          + "), not the operand [0x"
-          + Long.toHexString(localAddress)
-          + ", +"
-          + lengthBytes
-          + ")";
-    }
-    return null;
-  }
-
   /** Moves the op's bytes unless it already failed, and queues its completion. */
   private void complete(int slot) {
     if (!slotDone[slot]) {
@@ -852,7 +730,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       fail(slot, FiErrno.EINVAL, 5, "Invalid lkey: the local registration was closed");
       return;
     }
-    if (script.rejectUninsertedInitiator && !target.hasInserted(address)) {
+    if (script.rejectUninsertedInitiator && !target.peers.contains(address)) {
       fail(
           slot,
           FiErrno.ENOTCONN,
@@ -903,15 +781,6 @@ public final class FakeEndpoint implements FabricEndpoint {
     slotProviderErrno[slot] = providerErrno;
     slotText[slot] = providerText;
     slotDone[slot] = true;
-  }
-
-  private boolean hasInserted(byte[] peerAddress) {
-    for (byte[] peer : peerAddresses) {
-      if (peer != null && Arrays.equals(peer, peerAddress)) {
-        return true;
-      }
-    }
-    return false;
   }
 
   private void pushReady(int slot) {
@@ -1178,11 +1047,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       closed = true;
       counts.add(Counts.OPS_IN_FLIGHT_AT_CLOSE, inFlight);
-      for (Registration registration : fabric.registrationsOf(this)) {
-        fabric.removeRegistration(registration);
-        counts.increment(Counts.REGISTRATIONS_OPEN_AT_CLOSE);
-        counts.add(Counts.LIVE_REGISTRATIONS, -1);
-      }
+      registrations.closeAll();
       for (Region region : List.copyOf(exposed)) {
         region.closeUnlocked();
       }

@@ -2,7 +2,8 @@ package dev.dma.fake;
 
 /**
  * A local registration: a range of native memory registered by one endpoint. Immutable; the fabric
- * keeps the live ones by id ({@link FakeFabric#registration(long)}).
+ * keeps the live ones by id ({@link FakeFabric#registration(long)}), and {@link Registrations}
+ * turns ids into the handles and descriptors endpoints hand out.
  */
 final class Registration {
   final long id;
