@@ -6,9 +6,7 @@ import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -67,6 +65,15 @@ import java.util.List;
  * FakeScript#reuseAddressHandles scripted}), so a removed handle stays detectably stale.
  * Registration handles and descriptors are distinct non-zero values, so passing one for the other
  * is caught.
+ *
+ * <h2>Where the parts live</h2>
+ *
+ * This class keeps the endpoint's public face and the per-transfer path, post to reap, top to
+ * bottom. Its state lives in package-private helpers it alone calls, with the fabric's lock held:
+ * {@code AddressVector} (peer handles), {@code Registrations} and {@code Registration} (local
+ * registration), {@code Region} (exposed memory and the remote-access checks), {@code OpSlots}
+ * (what each posted op is and how it ends), {@code CompletionQueue} (ready and held completions)
+ * and {@code OpContexts} (the slots' {@code fi_context2} memory).
  */
 public final class FakeEndpoint implements FabricEndpoint {
   /** Bytes of provider-owned context per op slot, as libfabric's {@code fi_context2}. */
@@ -87,17 +94,6 @@ public final class FakeEndpoint implements FabricEndpoint {
   private static final int MR_VIRT_ADDR = 1 << 4;
   private static final long CAPS =
       (1L << 2) | (1L << 8) | (1L << 9) | (1L << 12) | (1L << 13); // RMA, READ, WRITE, REMOTE_*
-  // EFA's efa_context.completion_flags for the op kinds (FI_RMA | FI_WRITE, FI_RMA | FI_READ).
-  private static final long WRITE_FLAGS = (1L << 2) | (1L << 9);
-  private static final long READ_FLAGS = (1L << 2) | (1L << 8);
-
-  private static final byte SLOT_FREE = 0;
-  private static final byte SLOT_POSTED = 1;
-  private static final byte NOT_HELD = 0;
-  private static final byte HELD = 1;
-  private static final byte AWAITING_TARGET = 2;
-  // Never completes: FakeScript.loseCompletions.
-  private static final byte LOST = 3;
 
   private final FakeFabric fabric;
   private final Object lock;
@@ -114,34 +110,10 @@ public final class FakeEndpoint implements FabricEndpoint {
   // Ops of other endpoints waiting for this (target) endpoint to progress.
   private final List<Awaiting> awaiting = new ArrayList<>();
 
-  // Op slots, sized by openSlots; parallel arrays so a post allocates nothing.
-  private int slotCount;
-  private byte[] slotState;
-  private byte[] slotHold;
-  private boolean[] slotWrite;
-  private boolean[] slotDone; // bytes moved, or failed: the completion status below is final
-  private boolean[] slotScribbled;
-  private long[] slotIndex;
-  private long[] slotPeer;
-  private long[] slotLocal;
-  private long[] slotLength;
-  private long[] slotRemote;
-  private long[] slotKey;
-  private long[] slotRegistration;
-  private FakeEndpoint[] slotTarget;
-  private int[] slotErrno;
-  private int[] slotProviderErrno;
-  private String[] slotText;
-  private int inFlight;
-  // Completions ready to reap: a ring of slot indexes (each posted slot is in it at most once).
-  private int[] ready;
-  private int readyHead;
-  private int readyCount;
-  // Held completions, in the order they were accepted.
-  private int[] held;
-  private int heldCount;
-  private Arena contextArena;
-  private MemorySegment contexts;
+  // Op slots, sized by openSlots, so a post allocates nothing.
+  private final OpSlots slots = new OpSlots();
+  private final CompletionQueue completions = new CompletionQueue();
+  private OpContexts contexts;
 
   // Reap's scratch, so the sink is called outside the lock without allocating.
   private int[] reapSlots = new int[16];
@@ -187,7 +159,7 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public int inFlight() {
     synchronized (lock) {
-      return inFlight;
+      return slots.inFlight;
     }
   }
 
@@ -198,7 +170,7 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public int heldCompletions() {
     synchronized (lock) {
-      return heldCount;
+      return completions.heldCount();
     }
   }
 
@@ -252,7 +224,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed || contexts == null) {
         throw new IllegalStateException("no op contexts: the endpoint is closed or has no slots");
       }
-      return contexts.asSlice((long) slot * CONTEXT_BYTES, CONTEXT_BYTES);
+      return contexts.of(slot);
     }
   }
 
@@ -332,13 +304,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       peers.remove(handle);
       counts.increment(Counts.REMOVES);
-      int outstanding = 0;
-      for (int slot = 0; slot < slotCount; slot++) {
-        if (slotState[slot] == SLOT_POSTED && slotPeer[slot] == handle) {
-          outstanding++;
-        }
-      }
-      if (outstanding > 0) {
+      if (slots.postedTo(handle) > 0) {
         counts.increment(Counts.REMOVES_WITH_OPS_OUTSTANDING);
         if (script.flushOnRemove) {
           flush(handle);
@@ -350,23 +316,23 @@ public final class FakeEndpoint implements FabricEndpoint {
 
   /** Fails every unreaped op against {@code handle} as EFA does when the peer is destroyed. */
   private void flush(long handle) {
-    for (int slot = 0; slot < slotCount; slot++) {
-      if (slotState[slot] != SLOT_POSTED || slotPeer[slot] != handle) {
+    for (int slot = 0; slot < slots.count; slot++) {
+      if (slots.state[slot] != OpSlots.POSTED || slots.peer[slot] != handle) {
         continue;
       }
-      boolean queued = slotHold[slot] == NOT_HELD;
-      if (slotHold[slot] == HELD) {
-        removeHeld(slot);
+      boolean queued = slots.hold[slot] == OpSlots.NOT_HELD;
+      if (slots.hold[slot] == OpSlots.HELD) {
+        completions.removeHeld(slot);
       }
-      slotHold[slot] = NOT_HELD;
+      slots.hold[slot] = OpSlots.NOT_HELD;
       // An op that already failed keeps its own error; a success not yet reaped is flushed too,
       // because the worker cannot tell it from one still on the wire.
-      if (!slotDone[slot] || slotErrno[slot] == 0) {
-        fail(slot, FiErrno.ECANCELED, 1, "Flushed during queue pair destroy");
+      if (!slots.done[slot] || slots.errno[slot] == 0) {
+        slots.fail(slot, FiErrno.ECANCELED, 1, "Flushed during queue pair destroy");
         counts.increment(Counts.FLUSHED_OPS);
       }
       if (!queued) {
-        pushReady(slot);
+        completions.pushReady(slot);
       }
     }
   }
@@ -399,19 +365,8 @@ public final class FakeEndpoint implements FabricEndpoint {
         throw new IllegalStateException("reset on a closed endpoint");
       }
       counts.increment(Counts.RESETS);
-      for (int slot = 0; slot < slotCount; slot++) {
-        if (slotState[slot] == SLOT_POSTED) {
-          slotState[slot] = SLOT_FREE;
-          slotHold[slot] = NOT_HELD;
-          // Invalidates the slot's entries in targets' awaiting lists (they match on the index).
-          slotIndex[slot] = -1;
-          counts.increment(Counts.OPS_DISCARDED_BY_RESET);
-        }
-      }
-      inFlight = 0;
-      heldCount = 0;
-      readyCount = 0;
-      readyHead = 0;
+      counts.add(Counts.OPS_DISCARDED_BY_RESET, slots.discardAll());
+      completions.clear();
       peers.removeAll();
     }
   }
@@ -492,23 +447,18 @@ public final class FakeEndpoint implements FabricEndpoint {
         return;
       }
       Registration live = registrations.live(registration);
-      String inUse = null;
-      for (int slot = 0; slot < slotCount && inUse == null; slot++) {
-        if (slotState[slot] == SLOT_POSTED && slotRegistration[slot] == live.id) {
-          inUse =
-              "registration "
-                  + live.id
-                  + " was deregistered while op #"
-                  + slotIndex[slot]
-                  + " in slot "
-                  + slot
-                  + " that uses it was not yet reaped";
-        }
-      }
+      int user = slots.userOf(live.id);
       // Closed even when in use: the caller asked, and a real provider would have closed it too.
       registrations.deregister(live);
-      if (inUse != null) {
-        violation(inUse);
+      if (user >= 0) {
+        violation(
+            "registration "
+                + live.id
+                + " was deregistered while op #"
+                + slots.index[user]
+                + " in slot "
+                + user
+                + " that uses it was not yet reaped");
       }
     }
   }
@@ -528,31 +478,13 @@ public final class FakeEndpoint implements FabricEndpoint {
         violation("openSlots(" + count + "): at least 1 slot is needed");
         return;
       }
-      if (slotCount != 0) {
-        violation("openSlots(" + count + ") called again; slots were opened with " + slotCount);
+      if (slots.count != 0) {
+        violation("openSlots(" + count + ") called again; slots were opened with " + slots.count);
         return;
       }
-      slotState = new byte[count];
-      slotHold = new byte[count];
-      slotWrite = new boolean[count];
-      slotDone = new boolean[count];
-      slotScribbled = new boolean[count];
-      slotIndex = new long[count];
-      slotPeer = new long[count];
-      slotLocal = new long[count];
-      slotLength = new long[count];
-      slotRemote = new long[count];
-      slotKey = new long[count];
-      slotRegistration = new long[count];
-      slotTarget = new FakeEndpoint[count];
-      slotErrno = new int[count];
-      slotProviderErrno = new int[count];
-      slotText = new String[count];
-      ready = new int[count];
-      held = new int[count];
-      contextArena = Arena.ofShared();
-      contexts = contextArena.allocate((long) count * CONTEXT_BYTES, 8);
-      slotCount = count;
+      completions.open(count);
+      contexts = new OpContexts(count);
+      slots.open(count);
     }
   }
 
@@ -595,19 +527,19 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed) {
         return postViolation(call + " on a closed endpoint");
       }
-      if (slotCount == 0) {
+      if (slots.count == 0) {
         return postViolation(call + " before openSlots");
       }
-      if (slot < 0 || slot >= slotCount) {
-        return postViolation(call + ": slot " + slot + " is outside [0, " + slotCount + ")");
+      if (slot < 0 || slot >= slots.count) {
+        return postViolation(call + ": slot " + slot + " is outside [0, " + slots.count + ")");
       }
-      if (slotState[slot] != SLOT_FREE) {
+      if (slots.state[slot] != OpSlots.FREE) {
         return postViolation(
             call
                 + ": slot "
                 + slot
                 + " is still owned by op #"
-                + slotIndex[slot]
+                + slots.index[slot]
                 + ", which was not reaped");
       }
       if (lengthBytes < 0
@@ -639,7 +571,7 @@ public final class FakeEndpoint implements FabricEndpoint {
           || target.closed
           || (!script.unreachable.isEmpty()
               && script.unreachable.contains(java.nio.ByteBuffer.wrap(target.address)))
-          || (script.maxTxEnforced > 0 && inFlight >= script.maxTxEnforced)
+          || (script.maxTxEnforced > 0 && slots.inFlight >= script.maxTxEnforced)
           || script.againNow()) {
         counts.increment(Counts.AGAIN_ANSWERS);
         return AGAIN;
@@ -667,38 +599,33 @@ public final class FakeEndpoint implements FabricEndpoint {
         lose = script.matchLose(op);
         fault = script.matchFault(op);
       }
-      slotState[slot] = SLOT_POSTED;
-      slotHold[slot] = NOT_HELD;
-      slotWrite[slot] = write;
-      slotDone[slot] = false;
-      slotIndex[slot] = index;
-      slotPeer[slot] = peer;
-      slotLocal[slot] = localAddress;
-      slotLength[slot] = lengthBytes;
-      slotRemote[slot] = remoteAddress;
-      slotKey[slot] = remoteKey;
-      slotRegistration[slot] = registrationId;
-      slotTarget[slot] = target;
-      slotErrno[slot] = 0;
-      slotProviderErrno[slot] = 0;
-      slotText[slot] = null;
-      inFlight++;
+      slots.accept(
+          slot,
+          index,
+          write,
+          peer,
+          localAddress,
+          lengthBytes,
+          remoteAddress,
+          remoteKey,
+          registrationId,
+          target);
       counts.increment(Counts.POSTS);
       counts.increment(write ? Counts.WRITES : Counts.READS);
       if (fault != null) {
-        fail(slot, fault.errno, fault.providerErrno, fault.providerText);
+        slots.fail(slot, fault.errno, fault.providerErrno, fault.providerText);
       }
-      slotScribbled[slot] = script.scribbleContexts;
+      slots.scribbled[slot] = script.scribbleContexts;
       if (script.scribbleContexts) {
-        scribble(slot);
+        contexts.scribble(slot, write, peer, index);
       }
       if (lose) {
-        slotHold[slot] = LOST;
+        slots.hold[slot] = OpSlots.LOST;
       } else if (hold) {
-        slotHold[slot] = HELD;
-        held[heldCount++] = slot;
-      } else if (!slotDone[slot] && script.targetProgressRequired) {
-        slotHold[slot] = AWAITING_TARGET;
+        slots.hold[slot] = OpSlots.HELD;
+        completions.hold(slot);
+      } else if (!slots.done[slot] && script.targetProgressRequired) {
+        slots.hold[slot] = OpSlots.AWAITING_TARGET;
         target.awaiting.add(new Awaiting(this, slot, index));
       } else {
         complete(slot);
@@ -709,29 +636,29 @@ public final class FakeEndpoint implements FabricEndpoint {
 
   /** Moves the op's bytes unless it already failed, and queues its completion. */
   private void complete(int slot) {
-    if (!slotDone[slot]) {
+    if (!slots.done[slot]) {
       move(slot);
     }
-    pushReady(slot);
+    completions.pushReady(slot);
   }
 
   /** Performs the op against its target, recording success or the error completion. */
   private void move(int slot) {
-    FakeEndpoint target = slotTarget[slot];
-    long key = slotKey[slot];
+    FakeEndpoint target = slots.target[slot];
+    long key = slots.key[slot];
     if (target.closed) {
-      fail(slot, FiErrno.ECANCELED, FiErrno.ENOTCONN, FiErrno.text(FiErrno.ENOTCONN));
+      slots.fail(slot, FiErrno.ECANCELED, FiErrno.ENOTCONN, FiErrno.text(FiErrno.ENOTCONN));
       return;
     }
-    long registrationId = slotRegistration[slot];
+    long registrationId = slots.registration[slot];
     if (registrationId != 0 && fabric.registration(registrationId) == null) {
       // Deregistered while the op was held (already a violation): EFA fails it with a bad lkey,
       // and the fake must not read or write memory its owner may have freed since.
-      fail(slot, FiErrno.EINVAL, 5, "Invalid lkey: the local registration was closed");
+      slots.fail(slot, FiErrno.EINVAL, 5, "Invalid lkey: the local registration was closed");
       return;
     }
     if (script.rejectUninsertedInitiator && !target.peers.contains(address)) {
-      fail(
+      slots.fail(
           slot,
           FiErrno.ENOTCONN,
           14,
@@ -741,19 +668,19 @@ public final class FakeEndpoint implements FabricEndpoint {
     }
     Region region = fabric.region(key);
     if (region == null || region.owner != target) {
-      fail(
+      slots.fail(
           slot,
           FiErrno.EACCES,
           -FiErrno.EACCES,
           "remote key " + key + " is not registered at the target");
       return;
     }
-    boolean write = slotWrite[slot];
-    long remote = slotRemote[slot];
-    long length = slotLength[slot];
+    boolean write = slots.write[slot];
+    long remote = slots.remote[slot];
+    long length = slots.lengthBytes[slot];
     String refusal = region.refusal(write, remote, length);
     if (refusal != null) {
-      fail(slot, FiErrno.EACCES, -FiErrno.EACCES, refusal);
+      slots.fail(slot, FiErrno.EACCES, -FiErrno.EACCES, refusal);
       return;
     }
     if (!region.scope.isAlive()) {
@@ -761,71 +688,29 @@ public final class FakeEndpoint implements FabricEndpoint {
           "the memory of the region of remote key "
               + key
               + " was freed while it was still exposed (close the region first)");
-      fail(slot, FiErrno.EIO, -FiErrno.EIO, "the target memory was freed while exposed");
+      slots.fail(slot, FiErrno.EIO, -FiErrno.EIO, "the target memory was freed while exposed");
       return;
     }
     if (length > 0) {
       long remoteBytes = region.base + region.offset(remote);
       if (write) {
-        Memory.copy(slotLocal[slot], remoteBytes, length);
+        Memory.copy(slots.local[slot], remoteBytes, length);
       } else {
-        Memory.copy(remoteBytes, slotLocal[slot], length);
+        Memory.copy(remoteBytes, slots.local[slot], length);
       }
     }
     counts.add(write ? Counts.BYTES_WRITTEN : Counts.BYTES_READ, length);
-    slotDone[slot] = true;
-  }
-
-  private void fail(int slot, int errno, int providerErrno, String providerText) {
-    slotErrno[slot] = errno;
-    slotProviderErrno[slot] = providerErrno;
-    slotText[slot] = providerText;
-    slotDone[slot] = true;
-  }
-
-  private void pushReady(int slot) {
-    ready[(readyHead + readyCount) % slotCount] = slot;
-    readyCount++;
-  }
-
-  private void removeHeld(int slot) {
-    for (int i = 0; i < heldCount; i++) {
-      if (held[i] == slot) {
-        System.arraycopy(held, i + 1, held, i, heldCount - i - 1);
-        heldCount--;
-        return;
-      }
-    }
-  }
-
-  /** Writes what EFA writes into a posted op's context, and fills the rest with a pattern. */
-  private void scribble(int slot) {
-    long base = (long) slot * CONTEXT_BYTES;
-    contexts.set(ValueLayout.JAVA_LONG, base, slotWrite[slot] ? WRITE_FLAGS : READ_FLAGS);
-    contexts.set(ValueLayout.JAVA_LONG, base + 8, slotPeer[slot]);
-    contexts.asSlice(base + 16, CONTEXT_BYTES - 16).fill(pattern(slot));
-  }
-
-  private byte pattern(int slot) {
-    return (byte) (0xA5 ^ slotIndex[slot]);
+    slots.done[slot] = true;
   }
 
   /** Checks, as the op completes, that nobody but the provider wrote into its context. */
   private void checkContext(int slot) {
-    long base = (long) slot * CONTEXT_BYTES;
-    boolean intact =
-        contexts.get(ValueLayout.JAVA_LONG, base) == (slotWrite[slot] ? WRITE_FLAGS : READ_FLAGS)
-            && contexts.get(ValueLayout.JAVA_LONG, base + 8) == slotPeer[slot];
-    byte pattern = pattern(slot);
-    for (long i = 16; intact && i < CONTEXT_BYTES; i++) {
-      intact = contexts.get(ValueLayout.JAVA_BYTE, base + i) == pattern;
-    }
-    if (!intact) {
+    if (!contexts.intact(slot, slots.write[slot], slots.peer[slot], slots.index[slot])) {
       counts.violation(
           "the context of slot "
               + slot
               + " (op #"
-              + slotIndex[slot]
+              + slots.index[slot]
               + ") was written while the provider owned it (FI_CONTEXT2)");
     }
   }
@@ -856,7 +741,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       progressUnlocked();
       failure = script.cqFailures.poll();
-      count = Math.min(max, readyCount);
+      count = Math.min(max, completions.readyCount());
       if (failure != null) {
         count = Math.min(count, failure.afterEntries());
         counts.increment(Counts.CQ_READ_FAILURES);
@@ -870,26 +755,16 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       boolean newestFirst = script.order == FakeScript.CompletionOrder.NEWEST_FIRST;
       for (int i = 0; i < count; i++) {
-        int slot;
-        if (newestFirst) {
-          slot = ready[(readyHead + readyCount - 1) % slotCount];
-        } else {
-          slot = ready[readyHead];
-          readyHead = (readyHead + 1) % slotCount;
-        }
-        readyCount--;
-        if (slotScribbled[slot]) {
+        int slot = completions.takeReady(newestFirst);
+        if (slots.scribbled[slot]) {
           checkContext(slot);
         }
         reapSlots[i] = slot;
-        reapErrno[i] = slotErrno[slot];
-        reapProviderErrno[i] = slotProviderErrno[slot];
-        reapText[i] = slotText[slot];
-        counts.increment(slotErrno[slot] == 0 ? Counts.COMPLETIONS : Counts.ERROR_COMPLETIONS);
-        slotState[slot] = SLOT_FREE;
-        slotTarget[slot] = null;
-        slotText[slot] = null;
-        inFlight--;
+        reapErrno[i] = slots.errno[slot];
+        reapProviderErrno[i] = slots.providerErrno[slot];
+        reapText[i] = slots.text[slot];
+        counts.increment(slots.errno[slot] == 0 ? Counts.COMPLETIONS : Counts.ERROR_COMPLETIONS);
+        slots.free(slot);
       }
     }
     // The sink is the caller's code: call it without the lock, so it may use other endpoints of
@@ -979,40 +854,40 @@ public final class FakeEndpoint implements FabricEndpoint {
   private void targetProgressed(int slot, long index) {
     // The op may have been flushed, or its endpoint closed, since it started waiting.
     if (!closed
-        && slotState[slot] == SLOT_POSTED
-        && slotIndex[slot] == index
-        && slotHold[slot] == AWAITING_TARGET) {
-      slotHold[slot] = NOT_HELD;
+        && slots.state[slot] == OpSlots.POSTED
+        && slots.index[slot] == index
+        && slots.hold[slot] == OpSlots.AWAITING_TARGET) {
+      slots.hold[slot] = OpSlots.NOT_HELD;
       complete(slot);
     }
   }
 
   /** Releases the held completions, in acceptance order or reversed. */
   int releaseHeld(boolean reversed) {
-    int count = heldCount;
+    int count = completions.heldCount();
     for (int i = 0; i < count; i++) {
-      int slot = held[reversed ? count - 1 - i : i];
-      slotHold[slot] = NOT_HELD;
+      int slot = completions.held(reversed ? count - 1 - i : i);
+      slots.hold[slot] = OpSlots.NOT_HELD;
       complete(slot);
     }
-    heldCount = 0;
+    completions.clearHeld();
     return count;
   }
 
   boolean holds(int slot) {
     return !closed
         && slot >= 0
-        && slot < slotCount
-        && slotHold[slot] == HELD
-        && slotState[slot] == SLOT_POSTED;
+        && slot < slots.count
+        && slots.hold[slot] == OpSlots.HELD
+        && slots.state[slot] == OpSlots.POSTED;
   }
 
   int releaseHeldSlot(int slot) {
     if (!holds(slot)) {
       return 0;
     }
-    removeHeld(slot);
-    slotHold[slot] = NOT_HELD;
+    completions.removeHeld(slot);
+    slots.hold[slot] = OpSlots.NOT_HELD;
     complete(slot);
     return 1;
   }
@@ -1046,7 +921,7 @@ public final class FakeEndpoint implements FabricEndpoint {
         return;
       }
       closed = true;
-      counts.add(Counts.OPS_IN_FLIGHT_AT_CLOSE, inFlight);
+      counts.add(Counts.OPS_IN_FLIGHT_AT_CLOSE, slots.inFlight);
       registrations.closeAll();
       for (Region region : List.copyOf(exposed)) {
         region.closeUnlocked();
@@ -1054,8 +929,8 @@ public final class FakeEndpoint implements FabricEndpoint {
       // Waiting initiators see this target closed, so their ops fail with FI_ECANCELED.
       progressUnlocked();
       fabric.endpointClosed(this);
-      if (contextArena != null) {
-        contextArena.close();
+      if (contexts != null) {
+        contexts.close();
         contexts = null;
       }
     }
