@@ -6,11 +6,8 @@ import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -68,6 +65,15 @@ import java.util.List;
  * FakeScript#reuseAddressHandles scripted}), so a removed handle stays detectably stale.
  * Registration handles and descriptors are distinct non-zero values, so passing one for the other
  * is caught.
+ *
+ * <h2>Where the parts live</h2>
+ *
+ * This class keeps the endpoint's public face and the per-transfer path, post to reap, top to
+ * bottom. Its state lives in package-private helpers it alone calls, with the fabric's lock held:
+ * {@code AddressVector} (peer handles), {@code Registrations} and {@code Registration} (local
+ * registration), {@code Region} (exposed memory and the remote-access checks), {@code OpSlots}
+ * (what each posted op is and how it ends), {@code CompletionQueue} (ready and held completions)
+ * and {@code OpContexts} (the slots' {@code fi_context2} memory).
  */
 public final class FakeEndpoint implements FabricEndpoint {
   /** Bytes of provider-owned context per op slot, as libfabric's {@code fi_context2}. */
@@ -88,23 +94,6 @@ public final class FakeEndpoint implements FabricEndpoint {
   private static final int MR_VIRT_ADDR = 1 << 4;
   private static final long CAPS =
       (1L << 2) | (1L << 8) | (1L << 9) | (1L << 12) | (1L << 13); // RMA, READ, WRITE, REMOTE_*
-  // Handles and descriptors carry different tags in their top 16 bits, so one passed for the other
-  // is recognised; the low 48 bits are the registration's id.
-  private static final long ID_MASK = (1L << 48) - 1;
-  private static final long TAG_MASK = ~ID_MASK;
-  private static final long HANDLE_TAG = 0x7265L << 48; // "re"
-  private static final long DESCRIPTOR_TAG = 0x6465L << 48; // "de"
-  // EFA's efa_context.completion_flags for the op kinds (FI_RMA | FI_WRITE, FI_RMA | FI_READ).
-  private static final long WRITE_FLAGS = (1L << 2) | (1L << 9);
-  private static final long READ_FLAGS = (1L << 2) | (1L << 8);
-
-  private static final byte SLOT_FREE = 0;
-  private static final byte SLOT_POSTED = 1;
-  private static final byte NOT_HELD = 0;
-  private static final byte HELD = 1;
-  private static final byte AWAITING_TARGET = 2;
-  // Never completes: FakeScript.loseCompletions.
-  private static final byte LOST = 3;
 
   private final FakeFabric fabric;
   private final Object lock;
@@ -115,41 +104,16 @@ public final class FakeEndpoint implements FabricEndpoint {
   private final Counts counts;
   private boolean closed;
 
-  // The address vector: index = peer handle; null once removed.
-  private final List<byte[]> peerAddresses = new ArrayList<>();
-  private final List<FakeEndpoint> peerTargets = new ArrayList<>();
+  private final AddressVector peers = new AddressVector();
+  private final Registrations registrations;
   private final List<Region> exposed = new ArrayList<>();
   // Ops of other endpoints waiting for this (target) endpoint to progress.
   private final List<Awaiting> awaiting = new ArrayList<>();
 
-  // Op slots, sized by openSlots; parallel arrays so a post allocates nothing.
-  private int slotCount;
-  private byte[] slotState;
-  private byte[] slotHold;
-  private boolean[] slotWrite;
-  private boolean[] slotDone; // bytes moved, or failed: the completion status below is final
-  private boolean[] slotScribbled;
-  private long[] slotIndex;
-  private long[] slotPeer;
-  private long[] slotLocal;
-  private long[] slotLength;
-  private long[] slotRemote;
-  private long[] slotKey;
-  private long[] slotRegistration;
-  private FakeEndpoint[] slotTarget;
-  private int[] slotErrno;
-  private int[] slotProviderErrno;
-  private String[] slotText;
-  private int inFlight;
-  // Completions ready to reap: a ring of slot indexes (each posted slot is in it at most once).
-  private int[] ready;
-  private int readyHead;
-  private int readyCount;
-  // Held completions, in the order they were accepted.
-  private int[] held;
-  private int heldCount;
-  private Arena contextArena;
-  private MemorySegment contexts;
+  // Op slots, sized by openSlots, so a post allocates nothing.
+  private final OpSlots slots = new OpSlots();
+  private final CompletionQueue completions = new CompletionQueue();
+  private OpContexts contexts;
 
   // Reap's scratch, so the sink is called outside the lock without allocating.
   private int[] reapSlots = new int[16];
@@ -165,6 +129,7 @@ public final class FakeEndpoint implements FabricEndpoint {
     this.efa = address.length == FakeAddresses.EFA_BYTES;
     this.qpn = qpn;
     this.counts = new Counts(fabric.counts);
+    this.registrations = new Registrations(this, fabric, script, counts);
   }
 
   /**
@@ -194,7 +159,7 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public int inFlight() {
     synchronized (lock) {
-      return inFlight;
+      return slots.inFlight;
     }
   }
 
@@ -205,7 +170,7 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public int heldCompletions() {
     synchronized (lock) {
-      return heldCount;
+      return completions.heldCount();
     }
   }
 
@@ -216,11 +181,7 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public int livePeers() {
     synchronized (lock) {
-      int live = 0;
-      for (byte[] peer : peerAddresses) {
-        live += peer != null ? 1 : 0;
-      }
-      return live;
+      return peers.live();
     }
   }
 
@@ -233,7 +194,7 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public boolean hasPeer(byte[] peerAddress) {
     synchronized (lock) {
-      return hasInserted(peerAddress);
+      return peers.contains(peerAddress);
     }
   }
 
@@ -263,7 +224,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed || contexts == null) {
         throw new IllegalStateException("no op contexts: the endpoint is closed or has no slots");
       }
-      return contexts.asSlice((long) slot * CONTEXT_BYTES, CONTEXT_BYTES);
+      return contexts.of(slot);
     }
   }
 
@@ -320,17 +281,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       byte[] copy = peerAddress.clone();
       FakeEndpoint target = fabric.endpointAt(copy);
       counts.increment(Counts.INSERTS);
-      if (script.reuseAddressHandles) {
-        int free = peerAddresses.indexOf(null);
-        if (free >= 0) {
-          peerAddresses.set(free, copy);
-          peerTargets.set(free, target);
-          return free;
-        }
-      }
-      peerAddresses.add(copy);
-      peerTargets.add(target);
-      return peerAddresses.size() - 1L;
+      return peers.insert(copy, target, script.reuseAddressHandles);
     }
   }
 
@@ -347,20 +298,13 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed) {
         return violation("removePeer(" + handle + ") on a closed endpoint");
       }
-      String problem = peerProblem(handle);
+      String problem = peers.problem(handle);
       if (problem != null) {
         return violation("removePeer(" + handle + "): " + problem);
       }
-      peerAddresses.set((int) handle, null);
-      peerTargets.set((int) handle, null);
+      peers.remove(handle);
       counts.increment(Counts.REMOVES);
-      int outstanding = 0;
-      for (int slot = 0; slot < slotCount; slot++) {
-        if (slotState[slot] == SLOT_POSTED && slotPeer[slot] == handle) {
-          outstanding++;
-        }
-      }
-      if (outstanding > 0) {
+      if (slots.postedTo(handle) > 0) {
         counts.increment(Counts.REMOVES_WITH_OPS_OUTSTANDING);
         if (script.flushOnRemove) {
           flush(handle);
@@ -372,23 +316,23 @@ public final class FakeEndpoint implements FabricEndpoint {
 
   /** Fails every unreaped op against {@code handle} as EFA does when the peer is destroyed. */
   private void flush(long handle) {
-    for (int slot = 0; slot < slotCount; slot++) {
-      if (slotState[slot] != SLOT_POSTED || slotPeer[slot] != handle) {
+    for (int slot = 0; slot < slots.count; slot++) {
+      if (slots.state[slot] != OpSlots.POSTED || slots.peer[slot] != handle) {
         continue;
       }
-      boolean queued = slotHold[slot] == NOT_HELD;
-      if (slotHold[slot] == HELD) {
-        removeHeld(slot);
+      boolean queued = slots.hold[slot] == OpSlots.NOT_HELD;
+      if (slots.hold[slot] == OpSlots.HELD) {
+        completions.removeHeld(slot);
       }
-      slotHold[slot] = NOT_HELD;
+      slots.hold[slot] = OpSlots.NOT_HELD;
       // An op that already failed keeps its own error; a success not yet reaped is flushed too,
       // because the worker cannot tell it from one still on the wire.
-      if (!slotDone[slot] || slotErrno[slot] == 0) {
-        fail(slot, FiErrno.ECANCELED, 1, "Flushed during queue pair destroy");
+      if (!slots.done[slot] || slots.errno[slot] == 0) {
+        slots.fail(slot, FiErrno.ECANCELED, 1, "Flushed during queue pair destroy");
         counts.increment(Counts.FLUSHED_OPS);
       }
       if (!queued) {
-        pushReady(slot);
+        completions.pushReady(slot);
       }
     }
   }
@@ -421,23 +365,9 @@ public final class FakeEndpoint implements FabricEndpoint {
         throw new IllegalStateException("reset on a closed endpoint");
       }
       counts.increment(Counts.RESETS);
-      for (int slot = 0; slot < slotCount; slot++) {
-        if (slotState[slot] == SLOT_POSTED) {
-          slotState[slot] = SLOT_FREE;
-          slotHold[slot] = NOT_HELD;
-          // Invalidates the slot's entries in targets' awaiting lists (they match on the index).
-          slotIndex[slot] = -1;
-          counts.increment(Counts.OPS_DISCARDED_BY_RESET);
-        }
-      }
-      inFlight = 0;
-      heldCount = 0;
-      readyCount = 0;
-      readyHead = 0;
-      for (int handle = 0; handle < peerAddresses.size(); handle++) {
-        peerAddresses.set(handle, null);
-        peerTargets.set(handle, null);
-      }
+      counts.add(Counts.OPS_DISCARDED_BY_RESET, slots.discardAll());
+      completions.clear();
+      peers.removeAll();
     }
   }
 
@@ -470,31 +400,8 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed) {
         throw DmaException.fabric("fi_mr_reg: the endpoint is closed");
       }
-      if (localAddress == 0 || lengthBytes <= 0 || localAddress + lengthBytes < localAddress) {
-        return failRegistration(FiErrno.EINVAL);
-      }
-      if (script.registrationFailures > 0) {
-        script.registrationFailures--;
-        return failRegistration(script.registrationErrno);
-      }
-      Registration registration = fabric.addRegistration(this, localAddress, lengthBytes);
-      if (registration == null) {
-        return failRegistration(FiErrno.ENOMEM);
-      }
-      counts.increment(Counts.REGISTRATIONS);
-      counts.increment(Counts.LIVE_REGISTRATIONS);
-      return HANDLE_TAG | registration.id;
+      return registrations.register(localAddress, lengthBytes);
     }
-  }
-
-  private long failRegistration(int errno) {
-    counts.increment(Counts.REGISTRATION_FAILURES);
-    throw new DmaException(
-        DmaException.Kind.FABRIC,
-        FiErrno.callMessage("fi_mr_reg", errno),
-        errno,
-        DmaException.UNKNOWN_ERRNO,
-        null);
   }
 
   /**
@@ -508,8 +415,12 @@ public final class FakeEndpoint implements FabricEndpoint {
         violation("descriptor(0x" + Long.toHexString(registration) + ") after the endpoint closed");
         return 0;
       }
-      Registration live = liveRegistration(registration, HANDLE_TAG, "descriptor");
-      return live == null ? 0 : DESCRIPTOR_TAG | live.id;
+      String problem = registrations.handleProblem(registration, "descriptor");
+      if (problem != null) {
+        violation(problem);
+        return 0;
+      }
+      return Registrations.descriptor(registrations.live(registration));
     }
   }
 
@@ -530,60 +441,26 @@ public final class FakeEndpoint implements FabricEndpoint {
                 + ") after the endpoint closed, which had closed the registration already");
         return;
       }
-      Registration live = liveRegistration(registration, HANDLE_TAG, "deregister");
-      if (live == null) {
+      String problem = registrations.handleProblem(registration, "deregister");
+      if (problem != null) {
+        violation(problem);
         return;
       }
-      String inUse = null;
-      for (int slot = 0; slot < slotCount && inUse == null; slot++) {
-        if (slotState[slot] == SLOT_POSTED && slotRegistration[slot] == live.id) {
-          inUse =
-              "registration "
-                  + live.id
-                  + " was deregistered while op #"
-                  + slotIndex[slot]
-                  + " in slot "
-                  + slot
-                  + " that uses it was not yet reaped";
-        }
-      }
+      Registration live = registrations.live(registration);
+      int user = slots.userOf(live.id);
       // Closed even when in use: the caller asked, and a real provider would have closed it too.
-      fabric.removeRegistration(live);
-      counts.increment(Counts.DEREGISTRATIONS);
-      counts.add(Counts.LIVE_REGISTRATIONS, -1);
-      if (inUse != null) {
-        violation(inUse);
+      registrations.deregister(live);
+      if (user >= 0) {
+        violation(
+            "registration "
+                + live.id
+                + " was deregistered while op #"
+                + slots.index[user]
+                + " in slot "
+                + user
+                + " that uses it was not yet reaped");
       }
     }
-  }
-
-  /** The live registration {@code value} names, or null after recording a violation. */
-  private Registration liveRegistration(long value, long tag, String call) {
-    String what = call + "(0x" + Long.toHexString(value) + ")";
-    if ((value & TAG_MASK) != tag) {
-      violation(
-          what
-              + ": not a "
-              + (tag == HANDLE_TAG ? "registration handle from register()" : "descriptor")
-              + ((value & TAG_MASK) == DESCRIPTOR_TAG ? " (it is a descriptor)" : "")
-              + ((value & TAG_MASK) == HANDLE_TAG ? " (it is a registration handle)" : ""));
-      return null;
-    }
-    long id = value & ID_MASK;
-    Registration registration = fabric.registration(id);
-    if (registration == null) {
-      violation(
-          what
-              + (fabric.registrationWasIssued(id)
-                  ? ": registration " + id + " was already deregistered"
-                  : ": no such registration"));
-      return null;
-    }
-    if (registration.owner != this) {
-      violation(what + ": registration " + id + " belongs to another endpoint");
-      return null;
-    }
-    return registration;
   }
 
   /**
@@ -601,31 +478,13 @@ public final class FakeEndpoint implements FabricEndpoint {
         violation("openSlots(" + count + "): at least 1 slot is needed");
         return;
       }
-      if (slotCount != 0) {
-        violation("openSlots(" + count + ") called again; slots were opened with " + slotCount);
+      if (slots.count != 0) {
+        violation("openSlots(" + count + ") called again; slots were opened with " + slots.count);
         return;
       }
-      slotState = new byte[count];
-      slotHold = new byte[count];
-      slotWrite = new boolean[count];
-      slotDone = new boolean[count];
-      slotScribbled = new boolean[count];
-      slotIndex = new long[count];
-      slotPeer = new long[count];
-      slotLocal = new long[count];
-      slotLength = new long[count];
-      slotRemote = new long[count];
-      slotKey = new long[count];
-      slotRegistration = new long[count];
-      slotTarget = new FakeEndpoint[count];
-      slotErrno = new int[count];
-      slotProviderErrno = new int[count];
-      slotText = new String[count];
-      ready = new int[count];
-      held = new int[count];
-      contextArena = Arena.ofShared();
-      contexts = contextArena.allocate((long) count * CONTEXT_BYTES, 8);
-      slotCount = count;
+      completions.open(count);
+      contexts = new OpContexts(count);
+      slots.open(count);
     }
   }
 
@@ -668,19 +527,19 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed) {
         return postViolation(call + " on a closed endpoint");
       }
-      if (slotCount == 0) {
+      if (slots.count == 0) {
         return postViolation(call + " before openSlots");
       }
-      if (slot < 0 || slot >= slotCount) {
-        return postViolation(call + ": slot " + slot + " is outside [0, " + slotCount + ")");
+      if (slot < 0 || slot >= slots.count) {
+        return postViolation(call + ": slot " + slot + " is outside [0, " + slots.count + ")");
       }
-      if (slotState[slot] != SLOT_FREE) {
+      if (slots.state[slot] != OpSlots.FREE) {
         return postViolation(
             call
                 + ": slot "
                 + slot
                 + " is still owned by op #"
-                + slotIndex[slot]
+                + slots.index[slot]
                 + ", which was not reaped");
       }
       if (lengthBytes < 0
@@ -689,30 +548,30 @@ public final class FakeEndpoint implements FabricEndpoint {
         return postViolation(
             call + ": bad local operand [" + localAddress + ", +" + lengthBytes + ")");
       }
-      String peerProblem = peerProblem(peer);
+      String peerProblem = peers.problem(peer);
       if (peerProblem != null) {
         return postViolation(call + ": " + peerProblem);
       }
       long registrationId = 0;
       if (script.requireLocalRegistration) {
-        String problem = descriptorProblem(descriptor, localAddress, lengthBytes);
+        String problem = registrations.descriptorProblem(descriptor, localAddress, lengthBytes);
         if (problem != null) {
           return postViolation(call + ": " + problem);
         }
-        registrationId = descriptor & ID_MASK;
+        registrationId = Registrations.id(descriptor);
       }
 
-      int refused = script.postFailure(peerAddresses.get((int) peer));
+      int refused = script.postFailure(peers.address(peer));
       if (refused != 0) {
         counts.increment(Counts.POST_ERRORS);
         return -refused;
       }
-      FakeEndpoint target = peerTargets.get((int) peer);
+      FakeEndpoint target = peers.target(peer);
       if (target == null
           || target.closed
           || (!script.unreachable.isEmpty()
               && script.unreachable.contains(java.nio.ByteBuffer.wrap(target.address)))
-          || (script.maxTxEnforced > 0 && inFlight >= script.maxTxEnforced)
+          || (script.maxTxEnforced > 0 && slots.inFlight >= script.maxTxEnforced)
           || script.againNow()) {
         counts.increment(Counts.AGAIN_ANSWERS);
         return AGAIN;
@@ -730,7 +589,7 @@ public final class FakeEndpoint implements FabricEndpoint {
                 write ? FakeOp.Kind.WRITE : FakeOp.Kind.READ,
                 slot,
                 address.clone(),
-                peerAddresses.get((int) peer).clone(),
+                peers.address(peer).clone(),
                 peer,
                 localAddress,
                 lengthBytes,
@@ -740,38 +599,33 @@ public final class FakeEndpoint implements FabricEndpoint {
         lose = script.matchLose(op);
         fault = script.matchFault(op);
       }
-      slotState[slot] = SLOT_POSTED;
-      slotHold[slot] = NOT_HELD;
-      slotWrite[slot] = write;
-      slotDone[slot] = false;
-      slotIndex[slot] = index;
-      slotPeer[slot] = peer;
-      slotLocal[slot] = localAddress;
-      slotLength[slot] = lengthBytes;
-      slotRemote[slot] = remoteAddress;
-      slotKey[slot] = remoteKey;
-      slotRegistration[slot] = registrationId;
-      slotTarget[slot] = target;
-      slotErrno[slot] = 0;
-      slotProviderErrno[slot] = 0;
-      slotText[slot] = null;
-      inFlight++;
+      slots.accept(
+          slot,
+          index,
+          write,
+          peer,
+          localAddress,
+          lengthBytes,
+          remoteAddress,
+          remoteKey,
+          registrationId,
+          target);
       counts.increment(Counts.POSTS);
       counts.increment(write ? Counts.WRITES : Counts.READS);
       if (fault != null) {
-        fail(slot, fault.errno, fault.providerErrno, fault.providerText);
+        slots.fail(slot, fault.errno, fault.providerErrno, fault.providerText);
       }
-      slotScribbled[slot] = script.scribbleContexts;
+      slots.scribbled[slot] = script.scribbleContexts;
       if (script.scribbleContexts) {
-        scribble(slot);
+        contexts.scribble(slot, write, peer, index);
       }
       if (lose) {
-        slotHold[slot] = LOST;
+        slots.hold[slot] = OpSlots.LOST;
       } else if (hold) {
-        slotHold[slot] = HELD;
-        held[heldCount++] = slot;
-      } else if (!slotDone[slot] && script.targetProgressRequired) {
-        slotHold[slot] = AWAITING_TARGET;
+        slots.hold[slot] = OpSlots.HELD;
+        completions.hold(slot);
+      } else if (!slots.done[slot] && script.targetProgressRequired) {
+        slots.hold[slot] = OpSlots.AWAITING_TARGET;
         target.awaiting.add(new Awaiting(this, slot, index));
       } else {
         complete(slot);
@@ -780,80 +634,31 @@ public final class FakeEndpoint implements FabricEndpoint {
     }
   }
 
-  /** Why {@code handle} is not a live peer handle, or null. */
-  private String peerProblem(long handle) {
-    if (handle < 0 || handle >= peerAddresses.size()) {
-      return "peer handle " + handle + " was never inserted";
-    }
-    if (peerAddresses.get((int) handle) == null) {
-      return "peer handle " + handle + " was removed";
-    }
-    return null;
-  }
-
-  /** Why a post's descriptor does not cover its local bytes, or null. */
-  private String descriptorProblem(long descriptor, long localAddress, long lengthBytes) {
-    if (descriptor == 0) {
-      return "descriptor 0, but local registration is required (FI_MR_LOCAL)";
-    }
-    if ((descriptor & TAG_MASK) != DESCRIPTOR_TAG) {
-      return "0x"
-          + Long.toHexString(descriptor)
-          + " is not a descriptor from descriptor()"
-          + ((descriptor & TAG_MASK) == HANDLE_TAG ? " (it is a registration handle)" : "");
-    }
-    long id = descriptor & ID_MASK;
-    Registration registration = fabric.registration(id);
-    if (registration == null) {
-      return fabric.registrationWasIssued(id)
-          ? "the descriptor's registration " + id + " was deregistered"
-          : "descriptor 0x" + Long.toHexString(descriptor) + " was never issued";
-    }
-    if (registration.owner != this) {
-      return "the descriptor's registration " + id + " belongs to another endpoint";
-    }
-    if (localAddress < registration.address
-        || localAddress + lengthBytes > registration.address + registration.lengthBytes) {
-      return "registration "
-          + id
-          + " covers [0x"
-          + Long.toHexString(registration.address)
-          + ", +"
-          + registration.lengthBytes
-          + "), not the operand [0x"
-          + Long.toHexString(localAddress)
-          + ", +"
-          + lengthBytes
-          + ")";
-    }
-    return null;
-  }
-
   /** Moves the op's bytes unless it already failed, and queues its completion. */
   private void complete(int slot) {
-    if (!slotDone[slot]) {
+    if (!slots.done[slot]) {
       move(slot);
     }
-    pushReady(slot);
+    completions.pushReady(slot);
   }
 
   /** Performs the op against its target, recording success or the error completion. */
   private void move(int slot) {
-    FakeEndpoint target = slotTarget[slot];
-    long key = slotKey[slot];
+    FakeEndpoint target = slots.target[slot];
+    long key = slots.key[slot];
     if (target.closed) {
-      fail(slot, FiErrno.ECANCELED, FiErrno.ENOTCONN, FiErrno.text(FiErrno.ENOTCONN));
+      slots.fail(slot, FiErrno.ECANCELED, FiErrno.ENOTCONN, FiErrno.text(FiErrno.ENOTCONN));
       return;
     }
-    long registrationId = slotRegistration[slot];
+    long registrationId = slots.registration[slot];
     if (registrationId != 0 && fabric.registration(registrationId) == null) {
       // Deregistered while the op was held (already a violation): EFA fails it with a bad lkey,
       // and the fake must not read or write memory its owner may have freed since.
-      fail(slot, FiErrno.EINVAL, 5, "Invalid lkey: the local registration was closed");
+      slots.fail(slot, FiErrno.EINVAL, 5, "Invalid lkey: the local registration was closed");
       return;
     }
-    if (script.rejectUninsertedInitiator && !target.hasInserted(address)) {
-      fail(
+    if (script.rejectUninsertedInitiator && !target.peers.contains(address)) {
+      slots.fail(
           slot,
           FiErrno.ENOTCONN,
           14,
@@ -863,43 +668,19 @@ public final class FakeEndpoint implements FabricEndpoint {
     }
     Region region = fabric.region(key);
     if (region == null || region.owner != target) {
-      fail(
+      slots.fail(
           slot,
           FiErrno.EACCES,
           -FiErrno.EACCES,
           "remote key " + key + " is not registered at the target");
       return;
     }
-    boolean write = slotWrite[slot];
-    if (write ? !region.remoteWrite : !region.remoteRead) {
-      fail(
-          slot,
-          FiErrno.EACCES,
-          -FiErrno.EACCES,
-          "the region of remote key "
-              + key
-              + " does not allow remote "
-              + (write ? "writes" : "reads"));
-      return;
-    }
-    long length = slotLength[slot];
-    long offset = region.virtual ? slotRemote[slot] - region.base : slotRemote[slot];
-    if (offset < 0 || offset > region.lengthBytes || length > region.lengthBytes - offset) {
-      fail(
-          slot,
-          FiErrno.EACCES,
-          -FiErrno.EACCES,
-          "remote range ["
-              + Long.toUnsignedString(slotRemote[slot])
-              + ", +"
-              + length
-              + ") is outside the region of remote key "
-              + key
-              + " ("
-              + region.lengthBytes
-              + " bytes at "
-              + (region.virtual ? "0x" + Long.toHexString(region.base) : "offset 0")
-              + ")");
+    boolean write = slots.write[slot];
+    long remote = slots.remote[slot];
+    long length = slots.lengthBytes[slot];
+    String refusal = region.refusal(write, remote, length);
+    if (refusal != null) {
+      slots.fail(slot, FiErrno.EACCES, -FiErrno.EACCES, refusal);
       return;
     }
     if (!region.scope.isAlive()) {
@@ -907,79 +688,29 @@ public final class FakeEndpoint implements FabricEndpoint {
           "the memory of the region of remote key "
               + key
               + " was freed while it was still exposed (close the region first)");
-      fail(slot, FiErrno.EIO, -FiErrno.EIO, "the target memory was freed while exposed");
+      slots.fail(slot, FiErrno.EIO, -FiErrno.EIO, "the target memory was freed while exposed");
       return;
     }
     if (length > 0) {
+      long remoteBytes = region.base + region.offset(remote);
       if (write) {
-        Memory.copy(slotLocal[slot], region.base + offset, length);
+        Memory.copy(slots.local[slot], remoteBytes, length);
       } else {
-        Memory.copy(region.base + offset, slotLocal[slot], length);
+        Memory.copy(remoteBytes, slots.local[slot], length);
       }
     }
     counts.add(write ? Counts.BYTES_WRITTEN : Counts.BYTES_READ, length);
-    slotDone[slot] = true;
-  }
-
-  private void fail(int slot, int errno, int providerErrno, String providerText) {
-    slotErrno[slot] = errno;
-    slotProviderErrno[slot] = providerErrno;
-    slotText[slot] = providerText;
-    slotDone[slot] = true;
-  }
-
-  private boolean hasInserted(byte[] peerAddress) {
-    for (byte[] peer : peerAddresses) {
-      if (peer != null && Arrays.equals(peer, peerAddress)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  private void pushReady(int slot) {
-    ready[(readyHead + readyCount) % slotCount] = slot;
-    readyCount++;
-  }
-
-  private void removeHeld(int slot) {
-    for (int i = 0; i < heldCount; i++) {
-      if (held[i] == slot) {
-        System.arraycopy(held, i + 1, held, i, heldCount - i - 1);
-        heldCount--;
-        return;
-      }
-    }
-  }
-
-  /** Writes what EFA writes into a posted op's context, and fills the rest with a pattern. */
-  private void scribble(int slot) {
-    long base = (long) slot * CONTEXT_BYTES;
-    contexts.set(ValueLayout.JAVA_LONG, base, slotWrite[slot] ? WRITE_FLAGS : READ_FLAGS);
-    contexts.set(ValueLayout.JAVA_LONG, base + 8, slotPeer[slot]);
-    contexts.asSlice(base + 16, CONTEXT_BYTES - 16).fill(pattern(slot));
-  }
-
-  private byte pattern(int slot) {
-    return (byte) (0xA5 ^ slotIndex[slot]);
+    slots.done[slot] = true;
   }
 
   /** Checks, as the op completes, that nobody but the provider wrote into its context. */
   private void checkContext(int slot) {
-    long base = (long) slot * CONTEXT_BYTES;
-    boolean intact =
-        contexts.get(ValueLayout.JAVA_LONG, base) == (slotWrite[slot] ? WRITE_FLAGS : READ_FLAGS)
-            && contexts.get(ValueLayout.JAVA_LONG, base + 8) == slotPeer[slot];
-    byte pattern = pattern(slot);
-    for (long i = 16; intact && i < CONTEXT_BYTES; i++) {
-      intact = contexts.get(ValueLayout.JAVA_BYTE, base + i) == pattern;
-    }
-    if (!intact) {
+    if (!contexts.intact(slot, slots.write[slot], slots.peer[slot], slots.index[slot])) {
       counts.violation(
           "the context of slot "
               + slot
               + " (op #"
-              + slotIndex[slot]
+              + slots.index[slot]
               + ") was written while the provider owned it (FI_CONTEXT2)");
     }
   }
@@ -1010,7 +741,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       progressUnlocked();
       failure = script.cqFailures.poll();
-      count = Math.min(max, readyCount);
+      count = Math.min(max, completions.readyCount());
       if (failure != null) {
         count = Math.min(count, failure.afterEntries());
         counts.increment(Counts.CQ_READ_FAILURES);
@@ -1024,26 +755,16 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       boolean newestFirst = script.order == FakeScript.CompletionOrder.NEWEST_FIRST;
       for (int i = 0; i < count; i++) {
-        int slot;
-        if (newestFirst) {
-          slot = ready[(readyHead + readyCount - 1) % slotCount];
-        } else {
-          slot = ready[readyHead];
-          readyHead = (readyHead + 1) % slotCount;
-        }
-        readyCount--;
-        if (slotScribbled[slot]) {
+        int slot = completions.takeReady(newestFirst);
+        if (slots.scribbled[slot]) {
           checkContext(slot);
         }
         reapSlots[i] = slot;
-        reapErrno[i] = slotErrno[slot];
-        reapProviderErrno[i] = slotProviderErrno[slot];
-        reapText[i] = slotText[slot];
-        counts.increment(slotErrno[slot] == 0 ? Counts.COMPLETIONS : Counts.ERROR_COMPLETIONS);
-        slotState[slot] = SLOT_FREE;
-        slotTarget[slot] = null;
-        slotText[slot] = null;
-        inFlight--;
+        reapErrno[i] = slots.errno[slot];
+        reapProviderErrno[i] = slots.providerErrno[slot];
+        reapText[i] = slots.text[slot];
+        counts.increment(slots.errno[slot] == 0 ? Counts.COMPLETIONS : Counts.ERROR_COMPLETIONS);
+        slots.free(slot);
       }
     }
     // The sink is the caller's code: call it without the lock, so it may use other endpoints of
@@ -1133,40 +854,40 @@ public final class FakeEndpoint implements FabricEndpoint {
   private void targetProgressed(int slot, long index) {
     // The op may have been flushed, or its endpoint closed, since it started waiting.
     if (!closed
-        && slotState[slot] == SLOT_POSTED
-        && slotIndex[slot] == index
-        && slotHold[slot] == AWAITING_TARGET) {
-      slotHold[slot] = NOT_HELD;
+        && slots.state[slot] == OpSlots.POSTED
+        && slots.index[slot] == index
+        && slots.hold[slot] == OpSlots.AWAITING_TARGET) {
+      slots.hold[slot] = OpSlots.NOT_HELD;
       complete(slot);
     }
   }
 
   /** Releases the held completions, in acceptance order or reversed. */
   int releaseHeld(boolean reversed) {
-    int count = heldCount;
+    int count = completions.heldCount();
     for (int i = 0; i < count; i++) {
-      int slot = held[reversed ? count - 1 - i : i];
-      slotHold[slot] = NOT_HELD;
+      int slot = completions.held(reversed ? count - 1 - i : i);
+      slots.hold[slot] = OpSlots.NOT_HELD;
       complete(slot);
     }
-    heldCount = 0;
+    completions.clearHeld();
     return count;
   }
 
   boolean holds(int slot) {
     return !closed
         && slot >= 0
-        && slot < slotCount
-        && slotHold[slot] == HELD
-        && slotState[slot] == SLOT_POSTED;
+        && slot < slots.count
+        && slots.hold[slot] == OpSlots.HELD
+        && slots.state[slot] == OpSlots.POSTED;
   }
 
   int releaseHeldSlot(int slot) {
     if (!holds(slot)) {
       return 0;
     }
-    removeHeld(slot);
-    slotHold[slot] = NOT_HELD;
+    completions.removeHeld(slot);
+    slots.hold[slot] = OpSlots.NOT_HELD;
     complete(slot);
     return 1;
   }
@@ -1200,20 +921,16 @@ public final class FakeEndpoint implements FabricEndpoint {
         return;
       }
       closed = true;
-      counts.add(Counts.OPS_IN_FLIGHT_AT_CLOSE, inFlight);
-      for (Registration registration : fabric.registrationsOf(this)) {
-        fabric.removeRegistration(registration);
-        counts.increment(Counts.REGISTRATIONS_OPEN_AT_CLOSE);
-        counts.add(Counts.LIVE_REGISTRATIONS, -1);
-      }
+      counts.add(Counts.OPS_IN_FLIGHT_AT_CLOSE, slots.inFlight);
+      registrations.closeAll();
       for (Region region : List.copyOf(exposed)) {
         region.closeUnlocked();
       }
       // Waiting initiators see this target closed, so their ops fail with FI_ECANCELED.
       progressUnlocked();
       fabric.endpointClosed(this);
-      if (contextArena != null) {
-        contextArena.close();
+      if (contexts != null) {
+        contexts.close();
         contexts = null;
       }
     }
@@ -1234,6 +951,18 @@ public final class FakeEndpoint implements FabricEndpoint {
     return qpn;
   }
 
+  /** The fabric's lock, which guards this endpoint; for its regions' {@link Region#close()}. */
+  Object lock() {
+    return lock;
+  }
+
+  /** Forgets a region of this endpoint that just closed, with the lock held. */
+  void regionClosed(Region region) {
+    fabric.removeRegion(region.key);
+    exposed.remove(region);
+    counts.add(Counts.LIVE_EXPOSES, -1);
+  }
+
   /**
    * Records a violation found before any state changed, and throws if the script says so. Found
    * later (while bytes move or a completion is reaped), a violation is only counted: throwing there
@@ -1252,84 +981,8 @@ public final class FakeEndpoint implements FabricEndpoint {
     return violation(description);
   }
 
-  /** A local registration: a range of native memory registered by one endpoint. */
-  static final class Registration {
-    final long id;
-    final FakeEndpoint owner;
-    final long address;
-    final long lengthBytes;
-
-    Registration(long id, FakeEndpoint owner, long address, long lengthBytes) {
-      this.id = id;
-      this.owner = owner;
-      this.address = address;
-      this.lengthBytes = lengthBytes;
-    }
-  }
-
   /** An op of another endpoint that waits for this target to progress. */
   private record Awaiting(FakeEndpoint initiator, int slot, long index) {}
-
-  /** A region exposed for remote access; closing it is thread-safe and idempotent. */
-  static final class Region implements ExposedRegion {
-    final FakeEndpoint owner;
-    final long key;
-    final long base;
-    final long lengthBytes;
-    final MemorySegment.Scope scope;
-    final boolean virtual;
-    final boolean remoteRead;
-    final boolean remoteWrite;
-    private boolean closed;
-
-    Region(
-        FakeEndpoint owner,
-        long key,
-        MemorySegment segment,
-        boolean virtual,
-        boolean remoteRead,
-        boolean remoteWrite) {
-      this.owner = owner;
-      this.key = key;
-      this.base = segment.address();
-      this.lengthBytes = segment.byteSize();
-      this.scope = segment.scope();
-      this.virtual = virtual;
-      this.remoteRead = remoteRead;
-      this.remoteWrite = remoteWrite;
-    }
-
-    @Override
-    public Advertisement advertisement() {
-      return new Advertisement(
-          owner.address,
-          key,
-          virtual ? base : 0,
-          lengthBytes > 0 ? lengthBytes : Advertisement.UNKNOWN_LENGTH);
-    }
-
-    @Override
-    public void close() {
-      synchronized (owner.lock) {
-        closeUnlocked();
-      }
-    }
-
-    void closeUnlocked() {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      owner.fabric.removeRegion(key);
-      owner.exposed.remove(this);
-      owner.counts.add(Counts.LIVE_EXPOSES, -1);
-    }
-
-    @Override
-    public String toString() {
-      return "ExposedRegion[key " + key + ", " + lengthBytes + " bytes]";
-    }
-  }
 
   /**
    * Raw memory access. A holder class, so the restricted call runs (and warns without native

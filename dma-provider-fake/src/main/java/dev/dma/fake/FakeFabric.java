@@ -58,9 +58,9 @@ public final class FakeFabric implements AutoCloseable {
   private final Map<ByteBuffer, FakeEndpoint> endpointsByAddress = new HashMap<>();
   // Live local registrations by id; ids are never reused, so an id below nextRegistrationId that
   // is absent here names a deregistered registration.
-  private final Map<Long, FakeEndpoint.Registration> registrations = new HashMap<>();
+  private final Map<Long, Registration> registrations = new HashMap<>();
   // Exposed regions indexed by key - 1, null once closed; keys are never reused.
-  private final List<FakeEndpoint.Region> regions = new ArrayList<>();
+  private final List<Region> regions = new ArrayList<>();
   private long nextRegistrationId = 1;
   private long nextEndpointSerial = 1;
   private long pinnedBytes;
@@ -314,18 +314,17 @@ public final class FakeFabric implements AutoCloseable {
   }
 
   /** Adds a live registration, or returns null when it would exceed the pinnable bytes. */
-  FakeEndpoint.Registration addRegistration(FakeEndpoint owner, long address, long lengthBytes) {
+  Registration addRegistration(FakeEndpoint owner, long address, long lengthBytes) {
     if (lengthBytes > script.pinnableBytes - pinnedBytes) {
       return null;
     }
-    FakeEndpoint.Registration registration =
-        new FakeEndpoint.Registration(nextRegistrationId++, owner, address, lengthBytes);
+    Registration registration = new Registration(nextRegistrationId++, owner, address, lengthBytes);
     registrations.put(registration.id, registration);
     pinnedBytes += lengthBytes;
     return registration;
   }
 
-  FakeEndpoint.Registration registration(long id) {
+  Registration registration(long id) {
     return registrations.get(id);
   }
 
@@ -333,14 +332,14 @@ public final class FakeFabric implements AutoCloseable {
     return 0 < id && id < nextRegistrationId;
   }
 
-  void removeRegistration(FakeEndpoint.Registration registration) {
+  void removeRegistration(Registration registration) {
     registrations.remove(registration.id);
     pinnedBytes -= registration.lengthBytes;
   }
 
-  List<FakeEndpoint.Registration> registrationsOf(FakeEndpoint owner) {
-    List<FakeEndpoint.Registration> owned = new ArrayList<>();
-    for (FakeEndpoint.Registration registration : registrations.values()) {
+  List<Registration> registrationsOf(FakeEndpoint owner) {
+    List<Registration> owned = new ArrayList<>();
+    for (Registration registration : registrations.values()) {
       if (registration.owner == owner) {
         owned.add(registration);
       }
@@ -352,11 +351,11 @@ public final class FakeFabric implements AutoCloseable {
     return regions.size() + 1L;
   }
 
-  void addRegion(FakeEndpoint.Region region) {
+  void addRegion(Region region) {
     regions.add(region);
   }
 
-  FakeEndpoint.Region region(long key) {
+  Region region(long key) {
     return 0 < key && key <= regions.size() ? regions.get((int) (key - 1)) : null;
   }
 
