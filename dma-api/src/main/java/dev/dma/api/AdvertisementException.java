@@ -7,6 +7,8 @@ import java.io.Serial;
  * exact text the original protocol uses (send that back to a peer); {@link #getMessage()} starts
  * with it and, when the check knew more, goes on after {@code ": "} to name the field and what is
  * wrong with it.
+ *
+ * <p>Thrown on the thread that builds or parses the advertisement; it holds no resources.
  */
 public final class AdvertisementException extends IllegalArgumentException {
   @Serial private static final long serialVersionUID = 1L;

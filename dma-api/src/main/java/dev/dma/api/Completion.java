@@ -2,7 +2,8 @@ package dev.dma.api;
 
 /**
  * One finished transfer: the caller context that was submitted, handed back, and how it ended.
- * Every submitted transfer produces exactly one.
+ * Every submitted transfer produces exactly one, delivered to the service's {@link BatchCompleter}
+ * on the fabric worker or a checksum-pool thread. Immutable.
  *
  * @param <T> the caller context type
  * @param context the context of the request, now owned by the receiver of the completion

@@ -6,7 +6,7 @@ package dev.dma.api;
  * values libfabric maps directly ({@code FI_EAGAIN} is {@code EAGAIN}); from it on they are
  * libfabric's own. The one home of these numbers in dma: the binding, the providers and the
  * service all use these, and the libfabric binding's ABI test checks every one against the
- * installed {@code rdma/fi_errno.h}.
+ * installed {@code rdma/fi_errno.h}. Constants and pure functions only.
  */
 public final class Errno {
   private Errno() {}

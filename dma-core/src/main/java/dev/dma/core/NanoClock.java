@@ -8,6 +8,9 @@ package dev.dma.core;
  * <p>dma's own type rather than {@link java.util.function.LongSupplier} so the unit and the
  * contract are in the name and a lambda cannot pass milliseconds by mistake, and rather than a
  * library's (Guava's {@code Ticker}) so the API exposes no third-party type.
+ *
+ * <p>Threads: the fabric worker reads it, coarsely (every few dozen passes and after each park), so
+ * an implementation must be safe to call from that thread and must not block.
  */
 @FunctionalInterface
 public interface NanoClock {

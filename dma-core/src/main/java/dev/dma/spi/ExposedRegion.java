@@ -7,7 +7,8 @@ import dev.dma.api.Advertisement;
  * advertise to the server, and the registration to close when the memory may no longer be touched.
  *
  * <p>Owned by whoever exposed it; close it before the memory is freed and before its endpoint is
- * closed (closing the endpoint closes any region still open).
+ * closed (closing the endpoint closes any region still open). {@link #close()} may be called from
+ * any thread, once or more; the advertisement's accessors are immutable values.
  */
 public interface ExposedRegion extends AutoCloseable {
 

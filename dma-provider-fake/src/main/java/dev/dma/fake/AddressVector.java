@@ -3,6 +3,7 @@ package dev.dma.fake;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The address vector of one {@link FakeEndpoint}: index = peer handle, holding the inserted address
@@ -27,7 +28,7 @@ final class AddressVector {
    * @param reuseHandles whether to take the lowest removed handle before a new one
    * @return the peer's handle
    */
-  long insert(byte[] address, FakeEndpoint target, boolean reuseHandles) {
+  long insert(byte[] address, @Nullable FakeEndpoint target, boolean reuseHandles) {
     if (reuseHandles) {
       int free = addresses.indexOf(null);
       if (free >= 0) {
@@ -56,7 +57,7 @@ final class AddressVector {
   }
 
   /** Why {@code handle} is not a live peer handle, or null. */
-  String problem(long handle) {
+  @Nullable String problem(long handle) {
     if (handle < 0 || handle >= addresses.size()) {
       return "peer handle " + handle + " was never inserted";
     }
@@ -72,7 +73,7 @@ final class AddressVector {
   }
 
   /** The endpoint a live handle reached when inserted, or null. */
-  FakeEndpoint target(long handle) {
+  @Nullable FakeEndpoint target(long handle) {
     return targets.get((int) handle);
   }
 

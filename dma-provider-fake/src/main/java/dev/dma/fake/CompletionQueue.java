@@ -11,6 +11,7 @@ package dev.dma.fake;
  * held: its owner posting, reaping or removing peers; another endpoint's owner progressing this
  * endpoint's target (which queues completions here); or {@link FakeScript} releasing held ones.
  */
+@SuppressWarnings("NullAway.Init") // both arrays are made by open(), before any other call
 final class CompletionQueue {
   // Completions ready to reap: a ring of slot indexes.
   private int[] ready;

@@ -1,5 +1,7 @@
 package dev.dma.fake;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The mutable tallies behind {@link FakeCounters}: one per endpoint, each feeding its fabric's.
  * Guarded by the fabric's lock, like everything else an endpoint mutates.
@@ -36,7 +38,7 @@ final class Counts {
   static final int OPS_DISCARDED_BY_RESET = 28;
   private static final int COUNT = 29;
 
-  private final Counts parent;
+  private final @Nullable Counts parent;
   private final long[] values = new long[COUNT];
   private String lastViolation = "";
 
@@ -45,7 +47,7 @@ final class Counts {
    *
    * @param parent the fabric's tallies, or {@code null} for the fabric's own
    */
-  Counts(Counts parent) {
+  Counts(@Nullable Counts parent) {
     this.parent = parent;
   }
 

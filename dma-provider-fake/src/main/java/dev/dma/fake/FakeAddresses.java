@@ -3,6 +3,7 @@ package dev.dma.fake;
 import dev.dma.api.Advertisement;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The fake's address formats. Plain: 16 bytes, {@code "FAKE"}, the fabric's serial (4 bytes) and
@@ -43,7 +44,7 @@ final class FakeAddresses {
    * @param address the bytes
    * @param efa whether the EFA-shaped format is expected
    */
-  static String problem(byte[] address, boolean efa) {
+  static @Nullable String problem(byte[] address, boolean efa) {
     if (address == null) {
       return "the peer address is null";
     }

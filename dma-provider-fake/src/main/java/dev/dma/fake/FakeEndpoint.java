@@ -9,6 +9,8 @@ import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One endpoint of a {@link FakeFabric}: a {@link FabricEndpoint} whose RMA copies real bytes
@@ -113,7 +115,7 @@ public final class FakeEndpoint implements FabricEndpoint {
   // Op slots, sized by openSlots, so a post allocates nothing.
   private final OpSlots slots = new OpSlots();
   private final CompletionQueue completions = new CompletionQueue();
-  private OpContexts contexts;
+  private @Nullable OpContexts contexts;
 
   // Reap's scratch, so the sink is called outside the lock without allocating.
   private int[] reapSlots = new int[16];
@@ -617,7 +619,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       slots.scribbled[slot] = script.scribbleContexts;
       if (script.scribbleContexts) {
-        contexts.scribble(slot, write, peer, index);
+        Objects.requireNonNull(contexts).scribble(slot, write, peer, index);
       }
       if (lose) {
         slots.hold[slot] = OpSlots.LOST;
@@ -705,7 +707,7 @@ public final class FakeEndpoint implements FabricEndpoint {
 
   /** Checks, as the op completes, that nobody but the provider wrote into its context. */
   private void checkContext(int slot) {
-    if (!contexts.intact(slot, slots.write[slot], slots.peer[slot], slots.index[slot])) {
+    if (!Objects.requireNonNull(contexts).intact(slot, slots.write[slot], slots.peer[slot], slots.index[slot])) {
       counts.violation(
           "the context of slot "
               + slot

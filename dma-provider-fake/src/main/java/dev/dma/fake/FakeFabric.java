@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One named in-JVM fabric: its endpoints address each other, its {@link FakeScript} decides what
@@ -282,7 +283,7 @@ public final class FakeFabric implements AutoCloseable {
     return script;
   }
 
-  FakeEndpoint endpointAt(byte[] address) {
+  @Nullable FakeEndpoint endpointAt(byte[] address) {
     return endpointsByAddress.get(ByteBuffer.wrap(address));
   }
 
@@ -314,7 +315,7 @@ public final class FakeFabric implements AutoCloseable {
   }
 
   /** Adds a live registration, or returns null when it would exceed the pinnable bytes. */
-  Registration addRegistration(FakeEndpoint owner, long address, long lengthBytes) {
+  @Nullable Registration addRegistration(FakeEndpoint owner, long address, long lengthBytes) {
     if (lengthBytes > script.pinnableBytes - pinnedBytes) {
       return null;
     }
@@ -324,7 +325,7 @@ public final class FakeFabric implements AutoCloseable {
     return registration;
   }
 
-  Registration registration(long id) {
+  @Nullable Registration registration(long id) {
     return registrations.get(id);
   }
 
@@ -355,7 +356,7 @@ public final class FakeFabric implements AutoCloseable {
     regions.add(region);
   }
 
-  Region region(long key) {
+  @Nullable Region region(long key) {
     return 0 < key && key <= regions.size() ? regions.get((int) (key - 1)) : null;
   }
 

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The deterministic fault script of one {@link FakeFabric}: what its endpoints do differently from
@@ -45,7 +46,7 @@ public final class FakeScript {
 
   // Every field below is guarded by `lock`; the endpoints read them directly while holding it.
   int againTimes;
-  BooleanSupplier againWhile;
+  @Nullable BooleanSupplier againWhile;
   int maxTxReported;
   int maxTxEnforced;
   final List<Rule> holdRules = new ArrayList<>();
@@ -780,11 +781,11 @@ public final class FakeScript {
     return match(holdRules, op) != null;
   }
 
-  Rule matchFault(FakeOp op) {
+  @Nullable Rule matchFault(FakeOp op) {
     return match(failRules, op);
   }
 
-  private static Rule match(List<Rule> rules, FakeOp op) {
+  private static @Nullable Rule match(List<Rule> rules, FakeOp op) {
     for (int i = 0; i < rules.size(); i++) {
       Rule rule = rules.get(i);
       if (rule.matcher.matches(op)) {
@@ -803,9 +804,14 @@ public final class FakeScript {
     long remaining;
     final int errno;
     final int providerErrno;
-    final String providerText;
+    final @Nullable String providerText;
 
-    Rule(OpMatcher matcher, long remaining, int errno, int providerErrno, String providerText) {
+    Rule(
+        OpMatcher matcher,
+        long remaining,
+        int errno,
+        int providerErrno,
+        @Nullable String providerText) {
       this.matcher = matcher;
       this.remaining = remaining;
       this.errno = errno;

@@ -1,5 +1,7 @@
 package dev.dma.fake;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The op slots of one {@link FakeEndpoint}: what each posted op is (kind, peer, operands, target),
  * where its completion is (queued, held, awaiting its target, lost) and how it ends (its errno,
@@ -11,6 +13,7 @@ package dev.dma.fake;
  * posting, reaping or removing peers; another endpoint's owner progressing this endpoint's target
  * (which completes ops here); or {@link FakeScript} releasing held completions.
  */
+@SuppressWarnings("NullAway.Init") // every array is made by open(), before any other call
 final class OpSlots {
   static final byte FREE = 0;
   static final byte POSTED = 1;
@@ -97,7 +100,7 @@ final class OpSlots {
   }
 
   /** Makes the op's completion an error; its bytes do not move. */
-  void fail(int slot, int opErrno, int opProviderErrno, String providerText) {
+  void fail(int slot, int opErrno, int opProviderErrno, @Nullable String providerText) {
     errno[slot] = opErrno;
     providerErrno[slot] = opProviderErrno;
     text[slot] = providerText;

@@ -3,6 +3,7 @@ package dev.dma.fake;
 import dev.dma.api.Advertisement;
 import dev.dma.spi.ExposedRegion;
 import java.lang.foreign.MemorySegment;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A region one {@link FakeEndpoint} exposed for remote access: the native range, the key the fabric
@@ -62,7 +63,7 @@ final class Region implements ExposedRegion {
    * Why this region refuses a remote write or read of {@code [remoteAddress, +length)}: the access
    * is not allowed, or the range is not inside it; null when it allows it.
    */
-  String refusal(boolean write, long remoteAddress, long length) {
+  @Nullable String refusal(boolean write, long remoteAddress, long length) {
     if (write ? !remoteWrite : !remoteRead) {
       return "the region of remote key "
           + key

@@ -1,6 +1,8 @@
 package dev.dma.fake;
 
 import dev.dma.api.DmaException;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One {@link FakeEndpoint}'s side of local registration: registering under the script's failures
@@ -76,7 +78,7 @@ final class Registrations {
    * Why {@code handle}, passed to {@code call}, is not a live registration handle of this endpoint,
    * or null; then {@link #live} returns its registration.
    */
-  String handleProblem(long handle, String call) {
+  @Nullable String handleProblem(long handle, String call) {
     String what = call + "(0x" + Long.toHexString(handle) + ")";
     if ((handle & TAG_MASK) != HANDLE_TAG) {
       return what
@@ -97,9 +99,10 @@ final class Registrations {
     return null;
   }
 
-  /** The live registration of a handle without a {@link #handleProblem}. */
+  /** The live registration of a handle without a {@link #handleProblem}; only for such a handle. */
   Registration live(long handle) {
-    return fabric.registration(handle & ID_MASK);
+    return Objects.requireNonNull(
+        fabric.registration(handle & ID_MASK), "live() of a handle with a problem");
   }
 
   /** The descriptor of a live registration. */
@@ -108,7 +111,7 @@ final class Registrations {
   }
 
   /** Why a post's descriptor does not cover its local bytes, or null. */
-  String descriptorProblem(long descriptor, long localAddress, long lengthBytes) {
+  @Nullable String descriptorProblem(long descriptor, long localAddress, long lengthBytes) {
     if (descriptor == 0) {
       return "descriptor 0, but local registration is required (FI_MR_LOCAL)";
     }

@@ -15,4 +15,7 @@
  *       fake}.
  * </ul>
  */
+@NullMarked
 package dev.dma.fake;
+
+import org.jspecify.annotations.NullMarked;
