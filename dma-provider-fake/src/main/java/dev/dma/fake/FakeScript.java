@@ -162,7 +162,7 @@ public final class FakeScript {
    * @param condition the condition, or {@code null} to stop
    * @return this script
    */
-  public FakeScript againWhile(BooleanSupplier condition) {
+  public FakeScript againWhile(@Nullable BooleanSupplier condition) {
     synchronized (lock) {
       againWhile = condition;
       return this;
