@@ -29,13 +29,15 @@ import java.util.List;
  *       bytes (tcp;ofi_rxm otherwise completes before the data lands); reads with {@code fi_read}.
  *       Each operation's {@code op_context} is its 64-byte slot in one native slab ({@link
  *       #openSlots}). Posting and reaping allocate nothing, take no locks and use no lambdas.
- *   <li>{@link FabricQuery}: the {@code fi_getinfo} query and the choice of entry; {@link
- *       FabricObjects}: opening, resetting and closing the libfabric objects, with the step a
- *       failure names and the signal handlers kept across the calls that would replace them.
- *   <li>{@link PeerTable}: peer addresses checked before {@code fi_av_insert} and the live handles
- *       a post may name; {@link Registrations}: memory registrations and their serialization with
+ *   <li>{@code FabricQuery}: the {@code fi_getinfo} query and the choice of entry; {@code
+ *       FabricObjects}: opening, resetting and closing the libfabric objects (a failure names its
+ *       step, {@code "fi_domain: <fi_strerror> (<code>)"}) and the JVM's signal handlers kept
+ *       across the calls that would replace them.
+ *   <li>{@code PeerTable}: peer addresses checked before {@code fi_av_insert} and the live handles
+ *       a post may name (libfabric checks neither, and tcp;ofi_rxm dies with SIGSEGV on a bad
+ *       {@code fi_addr}); {@code Registrations}: memory registrations and their serialization with
  *       {@link #close()}.
- *   <li>{@link CompletionErrors}: the message of a completion error entry.
+ *   <li>{@code CompletionErrors}: the message of a completion error entry.
  * </ul>
  *
  * <h2>Threads and ownership</h2>
@@ -128,8 +130,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
 
   /**
    * Opens an endpoint (SEED-SPEC 5.2): queries with the policy's hints, picks the domain named by
-   * {@code interfaces[0]} (or the first), and opens fabric, domain, AV, CQ and endpoint ({@link
-   * FabricObjects#open}).
+   * {@code interfaces[0]} (or the first), and opens fabric, domain, AV, CQ and endpoint ({@code
+   * FabricObjects.open}).
    *
    * <p>The source node is {@link DmaConfiguration#bind()}, else the policy's default, passed with
    * {@code FI_SOURCE}; with neither, libfabric picks the address.
