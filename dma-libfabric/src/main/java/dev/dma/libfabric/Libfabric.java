@@ -122,7 +122,7 @@ public final class Libfabric {
       try {
         Set<String> names = new LinkedHashSet<>();
         for (long entry = list; entry != 0; entry = Native.word(entry + Abi.INFO_NEXT)) {
-          String name = LibfabricEndpoint.providerName(entry);
+          String name = FabricQuery.providerName(entry);
           if (name != null) {
             names.add(name);
           }
@@ -151,13 +151,13 @@ public final class Libfabric {
     }
     long list;
     try {
-      list = LibfabricEndpoint.query(policy, null);
+      list = FabricQuery.query(policy, null);
     } catch (DmaException noMatch) {
       return false;
     }
     try {
       for (long entry = list; entry != 0; entry = Native.word(entry + Abi.INFO_NEXT)) {
-        if (policy.providerName().equals(LibfabricEndpoint.providerName(entry))) {
+        if (policy.providerName().equals(FabricQuery.providerName(entry))) {
           return true;
         }
       }

@@ -1,9 +1,7 @@
 package dev.dma.libfabric;
 
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.libfabric.internal.Abi;
@@ -14,14 +12,8 @@ import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashSet;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Optional;
-import java.util.Set;
 
 /**
  * One libfabric RDM endpoint with its own fabric, domain, address vector and completion queue: the
@@ -29,23 +21,23 @@ import java.util.Set;
  * provider, fabric, mode bits, default source node) comes in an {@link EndpointPolicy}; everything
  * else is read back from what libfabric returned.
  *
- * <h2>What it does</h2>
+ * <h2>Where things are</h2>
  *
  * <ul>
- *   <li>Opens fabric, domain, AV ({@code FI_AV_TABLE}), CQ ({@code FI_CQ_FORMAT_CONTEXT}, no wait
- *       object), endpoint, binds AV and CQ ({@code FI_TRANSMIT|FI_RECV}) and enables it; a failure
- *       names its step: {@code "fi_domain: <fi_strerror> (<code>)"}.
- *   <li>Writes with {@code fi_writemsg(FI_COMPLETION|FI_DELIVERY_COMPLETE)}, so a completion means
- *       the peer holds the bytes (tcp;ofi_rxm otherwise completes before the data lands); reads
- *       with {@code fi_read}. Each operation's {@code op_context} is its 64-byte slot in one native
- *       slab ({@link #openSlots}).
- *   <li>Posting and reaping allocate nothing, take no locks and use no lambdas.
- *   <li>Refuses posts against peer handles it did not hand out or has removed, and refuses
- *       malformed peer addresses before {@code fi_av_insert}: libfabric validates neither, and
- *       tcp;ofi_rxm dies with SIGSEGV on a bad {@code fi_addr}.
- *   <li>Keeps the JVM's SIGSEGV/SIGBUS/SIGILL/SIGFPE handlers across {@code fi_getinfo}, {@code
- *       fi_fabric}, {@code fi_domain} and {@code fi_endpoint}: shm's first endpoint otherwise
- *       installs handlers that unlink its shared memory on the JVM's deliberate SIGSEGVs.
+ *   <li>This class: the per-transfer data path, top to bottom. Writes with {@code
+ *       fi_writemsg(FI_COMPLETION|FI_DELIVERY_COMPLETE)}, so a completion means the peer holds the
+ *       bytes (tcp;ofi_rxm otherwise completes before the data lands); reads with {@code fi_read}.
+ *       Each operation's {@code op_context} is its 64-byte slot in one native slab ({@link
+ *       #openSlots}). Posting and reaping allocate nothing, take no locks and use no lambdas.
+ *   <li>{@code FabricQuery}: the {@code fi_getinfo} query and the choice of entry; {@code
+ *       FabricObjects}: opening, resetting and closing the libfabric objects (a failure names its
+ *       step, {@code "fi_domain: <fi_strerror> (<code>)"}) and the JVM's signal handlers kept
+ *       across the calls that would replace them.
+ *   <li>{@code AddressVector}: peer addresses checked before {@code fi_av_insert} and the live handles
+ *       a post may name (libfabric checks neither, and tcp;ofi_rxm dies with SIGSEGV on a bad
+ *       {@code fi_addr}); {@code Registrations}: memory registrations and their serialization with
+ *       {@link #close()}.
+ *   <li>{@code CompletionErrors}: the message of a completion error entry.
  * </ul>
  *
  * <h2>Threads and ownership</h2>
@@ -58,26 +50,11 @@ import java.util.Set;
 public final class LibfabricEndpoint implements FabricEndpoint {
   private static final System.Logger LOG = System.getLogger(LibfabricEndpoint.class.getName());
 
-  /** The shm provider's name. */
-  private static final String SHM = "shm";
-
   /** Completions read per {@code fi_cq_read}. */
   private static final int BATCH = 16;
 
-  /** The hint caps of every endpoint. */
-  private static final long HINT_CAPS =
-      Abi.FI_MSG
-          | Abi.FI_RMA
-          | Abi.FI_READ
-          | Abi.FI_WRITE
-          | Abi.FI_REMOTE_READ
-          | Abi.FI_REMOTE_WRITE;
-
   /** Write flags: a completion only once the data is at the target. */
   private static final long WRITE_FLAGS = Abi.FI_COMPLETION | Abi.FI_DELIVERY_COMPLETE;
-
-  /** Attribute structs grow in newer versions (fi_cq_attr gains xpu_ctx): allocate with slack. */
-  private static final long ATTR_BYTES = 128;
 
   /** The scratch layout for one {@code fi_writemsg}: msg, iovec, rma_iov, desc. */
   private static final long SCRATCH_MSG = 0;
@@ -87,48 +64,14 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   private static final long SCRATCH_DESC = SCRATCH_RMA_IOV + Abi.RMA_IOV_SIZE;
   private static final long SCRATCH_BYTES = SCRATCH_DESC + 8;
 
-  /**
-   * Largest {@code fi_addr} kept in the live-peer table ({@code FI_AV_TABLE} hands out indexes).
-   */
-  private static final long MAX_PEER_HANDLE = 1 << 24;
-
   private final Arena arena = Arena.ofShared();
   private final EndpointPolicy policy;
 
-  // Native objects, 0 until opened; closed in reverse order by close().
-  private long info;
-  private long fabric;
-  private long domain;
-  private long av;
-  private long cq;
-  private long ep;
-
-  // Function pointers, read once from the ops tables.
-  private MemorySegment fnWritemsg;
-  private MemorySegment fnRead;
-  private MemorySegment fnCqRead;
-  private MemorySegment fnCqReaderr;
-  private MemorySegment fnCqStrerror;
-  private MemorySegment fnAvInsert;
-  private MemorySegment fnAvRemove;
-  private MemorySegment fnMrReg;
-
-  // What libfabric returned.
-  private InfoFacts facts;
-  private String providerName = "";
-  private String domainName = "";
-  private int addrFormat;
-  private int mrMode;
-  private long caps;
-  private long mode;
-  private int txSize;
-  private long injectSize;
-  private int threading;
-  private int dataProgress;
-  private boolean requiresLocalMr;
-  private boolean virtualAddressing;
-  private boolean providerKeys;
-  private byte[] localAddress = new byte[0];
+  // The libfabric objects (the data path reads their handles and function pointers directly),
+  // the peers and the registrations.
+  private final FabricObjects objects;
+  private final AddressVector peers;
+  private final Registrations registrations;
 
   // Preallocated native buffers for the data path.
   private final long scratch;
@@ -136,7 +79,6 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   private final long errorEntry;
   private final long errorEntryBytes;
   private final long strerrorBuffer;
-  private final long addressOut;
 
   // Op slots.
   private long slabBase;
@@ -159,24 +101,13 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /** Entries whose op_context named no slot (shm reports some errors with a NULL context). */
   private long orphanCompletions;
 
-  // Peers: live[fi_addr] is true between insertPeer and removePeer.
-  private boolean[] livePeers = new boolean[64];
-
-  // For shm: localPeers[fi_addr] is the record of a peer endpoint this process opened, else null.
-  private ShmNames.Local[] localPeers = new ShmNames.Local[64];
-
-  // For shm: this endpoint's own record, marked closed just before fi_close(ep).
-  private ShmNames.Local shmSelf;
-
-  // Registrations: guarded by registrations' monitor, because deregister runs on any thread.
-  private final Set<Long> registrations = new HashSet<>();
-  private boolean registrationsClosed;
-  private long nextKey = 1;
-
   private boolean closed;
 
   private LibfabricEndpoint(EndpointPolicy policy) {
     this.policy = policy;
+    this.objects = new FabricObjects(policy, arena);
+    this.peers = new AddressVector(objects, policy, arena);
+    this.registrations = new Registrations(objects, arena);
     this.scratch = arena.allocate(SCRATCH_BYTES, 64).address();
     this.entries = arena.allocate(BATCH * Abi.CQ_ENTRY_SIZE, 64).address();
     this.errorEntryBytes =
@@ -186,7 +117,6 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     // Twice the size the provider copies, so a provider newer than these headers cannot overrun.
     this.errorEntry = arena.allocate(2 * Abi.ERR_ENTRY_SIZE_1_20, 64).address();
     this.strerrorBuffer = arena.allocate(256, 8).address();
-    this.addressOut = arena.allocate(64, 8).address();
     // The scratch's pointers never change; only lengths, addresses, keys and the context do.
     Native.MEMORY.set(
         JAVA_LONG, scratch + SCRATCH_MSG + Abi.MSG_RMA_MSG_IOV, scratch + SCRATCH_IOV);
@@ -200,7 +130,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
 
   /**
    * Opens an endpoint (SEED-SPEC 5.2): queries with the policy's hints, picks the domain named by
-   * {@code interfaces[0]} (or the first), and opens fabric, domain, AV, CQ and endpoint.
+   * {@code interfaces[0]} (or the first), and opens fabric, domain, AV, CQ and endpoint ({@code
+   * FabricObjects.open}).
    *
    * <p>The source node is {@link DmaConfiguration#bind()}, else the policy's default, passed with
    * {@code FI_SOURCE}; with neither, libfabric picks the address.
@@ -214,7 +145,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     Native.require();
     LibfabricEndpoint endpoint = new LibfabricEndpoint(policy);
     try {
-      endpoint.openAll(configuration);
+      endpoint.objects.open(configuration);
       return endpoint;
     } catch (RuntimeException | Error failed) {
       try {
@@ -238,243 +169,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   public static List<String> discoverDomains(
       EndpointPolicy policy, DmaConfiguration configuration) {
     Native.require();
-    long list = query(policy, null);
-    try {
-      Set<String> names = new LinkedHashSet<>();
-      for (long entry = list; entry != 0; entry = Native.word(entry + Abi.INFO_NEXT)) {
-        String name = domainName(entry);
-        if (name != null && !name.contains("\uFFFD")) {
-          names.add(name);
-        }
-      }
-      return new ArrayList<>(names);
-    } finally {
-      Native.freeinfo(list);
-    }
-  }
-
-  /** SEED-SPEC 5.1: the {@code fi_getinfo} query; the caller frees the returned list. */
-  static long query(EndpointPolicy policy, String sourceNode) {
-    long hints = Native.dupinfo(0);
-    if (hints == 0) {
-      throw DmaException.fabric("fi_allocinfo failed");
-    }
-    try (Arena arena = Arena.ofConfined()) {
-      Native.MEMORY.set(JAVA_LONG, hints + Abi.INFO_CAPS, HINT_CAPS);
-      Native.MEMORY.set(JAVA_LONG, hints + Abi.INFO_MODE, policy.hintMode());
-      Native.MEMORY.set(
-          JAVA_INT, Native.word(hints + Abi.INFO_EP_ATTR) + Abi.EP_ATTR_TYPE, Abi.FI_EP_RDM);
-      Native.MEMORY.set(
-          JAVA_INT,
-          Native.word(hints + Abi.INFO_DOMAIN_ATTR) + Abi.DOMAIN_ATTR_MR_MODE,
-          policy.hintMrMode());
-      long fabricAttr = Native.word(hints + Abi.INFO_FABRIC_ATTR);
-      // fi_freeinfo free()s every string it finds in the hints, so they must come from malloc.
-      Native.MEMORY.set(
-          JAVA_LONG, fabricAttr + Abi.FABRIC_ATTR_PROV_NAME, Native.strdup(policy.providerName()));
-      if (policy.fabricName().isPresent()) {
-        Native.MEMORY.set(
-            JAVA_LONG, fabricAttr + Abi.FABRIC_ATTR_NAME, Native.strdup(policy.fabricName().get()));
-      }
-      long node = sourceNode == null ? 0 : arena.allocateFrom(sourceNode).address();
-      MemorySegment out = arena.allocate(JAVA_LONG);
-      int rc = Native.getinfo(node, sourceNode == null ? 0 : Abi.FI_SOURCE, hints, out.address());
-      if (rc != 0) {
-        throw DmaException.fabric(Native.failure("fi_getinfo", rc));
-      }
-      long list = out.get(JAVA_LONG, 0);
-      if (list == 0) {
-        throw DmaException.fabric("no provider matched");
-      }
-      return list;
-    } finally {
-      Native.freeinfo(hints);
-    }
-  }
-
-  private static String domainName(long entry) {
-    long domainAttr = Native.word(entry + Abi.INFO_DOMAIN_ATTR);
-    return domainAttr == 0 ? null : Native.string(Native.word(domainAttr + Abi.DOMAIN_ATTR_NAME));
-  }
-
-  static String providerName(long entry) {
-    long fabricAttr = Native.word(entry + Abi.INFO_FABRIC_ATTR);
-    return fabricAttr == 0
-        ? null
-        : Native.string(Native.word(fabricAttr + Abi.FABRIC_ATTR_PROV_NAME));
-  }
-
-  private void openAll(DmaConfiguration configuration) {
-    String node =
-        configuration.bind() != null
-            ? configuration.bind()
-            : policy.defaultSourceNode().orElse(null);
-    if (SHM.equals(policy.providerName()) && node != null) {
-      // shm names the endpoint after a source node instead of the pid (fi_shm://127.0.0.1:0:0),
-      // so two processes binding the same address collide with EBUSY. Its names are local to
-      // this host's /dev/shm anyway: leave the node out and get fi_shm://<pid>:<uid>:<index>.
-      LOG.log(
-          System.Logger.Level.DEBUG,
-          "shm ignores the source node \"" + node + "\": its names carry the pid instead");
-      node = null;
-    }
-    long list = query(policy, node);
-    try {
-      long chosen = choose(list, configuration.interfaces());
-      info = Native.dupinfo(chosen);
-      if (info == 0) {
-        throw DmaException.fabric("fi_dupinfo failed");
-      }
-    } finally {
-      Native.freeinfo(list);
-    }
-    readBack();
-
-    MemorySegment out = arena.allocate(JAVA_LONG);
-    long outAddress = out.address();
-    try {
-      int rc;
-      try (var _ = Native.SignalGuard.save()) {
-        rc =
-            (int)
-                Native.I_LLL.invokeExact(
-                    Native.FI_FABRIC, Native.word(info + Abi.INFO_FABRIC_ATTR), outAddress, 0L);
-      }
-      check("fi_fabric", rc);
-      fabric = out.get(JAVA_LONG, 0);
-
-      MemorySegment fnDomain =
-          Native.function(Native.word(fabric + Abi.FABRIC_OPS), Abi.OPS_FABRIC_DOMAIN, "fi_domain");
-      try (var _ = Native.SignalGuard.save()) {
-        rc = (int) Native.I_LLLL.invokeExact(fnDomain, fabric, info, outAddress, 0L);
-      }
-      check("fi_domain", rc);
-      domain = out.get(JAVA_LONG, 0);
-      fnMrReg = Native.function(Native.word(domain + Abi.DOMAIN_MR), Abi.OPS_MR_REG, "fi_mr_reg");
-
-      openTransport();
-    } catch (RuntimeException | Error rethrown) {
-      throw rethrown;
-    } catch (Throwable impossible) {
-      throw new AssertionError(impossible);
-    }
-  }
-
-  /**
-   * Opens the address vector, the completion queue and the endpoint on the open domain, binds and
-   * enables the endpoint and reads back its ops tables and name: the part of opening that {@link
-   * #reset()} repeats.
-   */
-  private void openTransport() throws Throwable {
-    MemorySegment out = arena.allocate(JAVA_LONG);
-    long outAddress = out.address();
-    int rc;
-    long domainOps = Native.word(domain + Abi.DOMAIN_OPS);
-    MemorySegment avAttr = arena.allocate(ATTR_BYTES, 8);
-    avAttr.set(JAVA_INT, Abi.AV_ATTR_TYPE, Abi.FI_AV_TABLE);
-    rc =
-        (int)
-            Native.I_LLLL.invokeExact(
-                Native.function(domainOps, Abi.OPS_DOMAIN_AV_OPEN, "fi_av_open"),
-                domain,
-                avAttr.address(),
-                outAddress,
-                0L);
-    check("fi_av_open", rc);
-    av = out.get(JAVA_LONG, 0);
-    long avOps = Native.word(av + Abi.AV_OPS);
-    fnAvInsert = Native.function(avOps, Abi.OPS_AV_INSERT, "fi_av_insert");
-    fnAvRemove = Native.function(avOps, Abi.OPS_AV_REMOVE, "fi_av_remove");
-
-    // Zeroed apart from the format: default size, and no wait object (FI_WAIT_NONE is 0).
-    MemorySegment cqAttr = arena.allocate(ATTR_BYTES, 8);
-    cqAttr.set(JAVA_INT, Abi.CQ_ATTR_FORMAT, Abi.FI_CQ_FORMAT_CONTEXT);
-    rc =
-        (int)
-            Native.I_LLLL.invokeExact(
-                Native.function(domainOps, Abi.OPS_DOMAIN_CQ_OPEN, "fi_cq_open"),
-                domain,
-                cqAttr.address(),
-                outAddress,
-                0L);
-    check("fi_cq_open", rc);
-    cq = out.get(JAVA_LONG, 0);
-    long cqOps = Native.word(cq + Abi.CQ_OPS);
-    fnCqRead = Native.function(cqOps, Abi.OPS_CQ_READ, "fi_cq_read");
-    fnCqReaderr = Native.function(cqOps, Abi.OPS_CQ_READERR, "fi_cq_readerr");
-    fnCqStrerror = Native.function(cqOps, Abi.OPS_CQ_STRERROR, "fi_cq_strerror");
-
-    // shm's first fi_endpoint installs SIGSEGV/SIGBUS handlers that unlink its shared memory.
-    MemorySegment fnEndpoint = Native.function(domainOps, Abi.OPS_DOMAIN_ENDPOINT, "fi_endpoint");
-    try (var _ = Native.SignalGuard.save()) {
-      rc = (int) Native.I_LLLL.invokeExact(fnEndpoint, domain, info, outAddress, 0L);
-    }
-    check("fi_endpoint", rc);
-    ep = out.get(JAVA_LONG, 0);
-    long epOps = Native.word(ep + Abi.FID_OPS);
-    MemorySegment fnBind = Native.function(epOps, Abi.OPS_BIND, "fi_ep_bind");
-    rc = (int) Native.I_LLL.invokeExact(fnBind, ep, av, 0L);
-    check("fi_ep_bind(av)", rc);
-    rc = (int) Native.I_LLL.invokeExact(fnBind, ep, cq, Abi.FI_TRANSMIT | Abi.FI_RECV);
-    check("fi_ep_bind(cq)", rc);
-    rc =
-        (int)
-            Native.I_LIL.invokeExact(
-                Native.function(epOps, Abi.OPS_CONTROL, "fi_enable"), ep, Abi.FI_ENABLE, 0L);
-    check("fi_enable", rc);
-
-    long rma = Native.word(ep + Abi.EP_RMA);
-    fnWritemsg = Native.function(rma, Abi.OPS_RMA_WRITEMSG, "fi_writemsg");
-    fnRead = Native.function(rma, Abi.OPS_RMA_READ, "fi_read");
-    localAddress = fetchName();
-    if (addrFormat == Abi.FI_ADDR_STR) {
-      String name = ShmNames.nameOf(localAddress);
-      if (name != null) {
-        shmSelf = ShmNames.opened(name);
-        ShmNames.reportLeftoversOnce(LOG);
-      }
-    }
-  }
-
-  /** The entry on {@code interfaces[0]} (or any), preferring the exact provider name asked for. */
-  private long choose(long list, List<String> interfaces) {
-    String wanted = interfaces.isEmpty() ? null : interfaces.getFirst();
-    long first = 0;
-    for (long entry = list; entry != 0; entry = Native.word(entry + Abi.INFO_NEXT)) {
-      if (wanted != null && !wanted.equals(domainName(entry))) {
-        continue;
-      }
-      if (policy.providerName().equals(providerName(entry))) {
-        return entry;
-      }
-      if (first == 0) {
-        first = entry;
-      }
-    }
-    if (first == 0) {
-      throw DmaException.fabric("no fabric domain named \"" + wanted + "\"");
-    }
-    return first;
-  }
-
-  private void readBack() {
-    // One reading of the returned entry, and one place for the decisions taken from it, so the
-    // provider modules' policy tests run exactly what the endpoint runs.
-    facts = InfoFacts.read(info);
-    providerName = facts.providerName();
-    domainName = facts.domainName();
-    caps = facts.caps();
-    mode = facts.mode();
-    addrFormat = facts.addrFormat();
-    mrMode = facts.mrMode();
-    threading = facts.threading();
-    dataProgress = facts.dataProgress();
-    txSize = facts.transmitDepth();
-    injectSize = facts.injectSize();
-    requiresLocalMr = facts.requiresLocalMr();
-    virtualAddressing = facts.virtualAddressing();
-    providerKeys = facts.providerKeys();
-    facts.requireSupported();
+    return FabricQuery.domainNames(policy);
   }
 
   /**
@@ -483,30 +178,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * @return the facts
    */
   public InfoFacts facts() {
-    return facts;
-  }
-
-  private static void check(String step, int rc) {
-    if (rc != 0) {
-      throw new DmaException(DmaException.Kind.FABRIC, Native.failure(step, rc), -rc, 0, null);
-    }
-  }
-
-  private byte[] fetchName() throws Throwable {
-    MemorySegment fnGetname =
-        Native.function(Native.word(ep + Abi.EP_CM), Abi.OPS_CM_GETNAME, "fi_getname");
-    MemorySegment length = arena.allocate(JAVA_LONG);
-    length.set(JAVA_LONG, 0, 0L);
-    int rc = (int) Native.I_LLL.invokeExact(fnGetname, ep, 0L, length.address());
-    long size = length.get(JAVA_LONG, 0);
-    if (size == 0) {
-      throw DmaException.fabric("fi_getname returned zero length");
-    }
-    MemorySegment buffer = arena.allocate(size, 8);
-    rc = (int) Native.I_LLL.invokeExact(fnGetname, ep, buffer.address(), length.address());
-    check("fi_getname", rc);
-    long returned = Math.min(size, length.get(JAVA_LONG, 0));
-    return buffer.asSlice(0, returned).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+    return objects.facts;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -515,14 +187,20 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /** {@inheritDoc} */
   @Override
   public byte[] localAddress() {
-    return localAddress.clone();
+    return objects.localAddress.clone();
   }
 
   /** {@inheritDoc} */
   @Override
   public EndpointInfo describe() {
+    InfoFacts facts = objects.facts;
     return new EndpointInfo(
-        providerName, addrFormat, mrMode, caps, requiresLocalMr, virtualAddressing);
+        facts.providerName(),
+        facts.addrFormat(),
+        facts.mrMode(),
+        facts.caps(),
+        facts.requiresLocalMr(),
+        facts.virtualAddressing());
   }
 
   /**
@@ -531,7 +209,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * @return the name, or empty
    */
   public String providerName() {
-    return providerName;
+    return objects.facts.providerName();
   }
 
   /**
@@ -540,7 +218,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * @return the name, or empty
    */
   public String domainName() {
-    return domainName;
+    return objects.facts.domainName();
   }
 
   /**
@@ -549,7 +227,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * @return the bits
    */
   public long mode() {
-    return mode;
+    return objects.facts.mode();
   }
 
   /**
@@ -558,7 +236,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * @return bytes
    */
   public long injectSize() {
-    return injectSize;
+    return objects.facts.injectSize();
   }
 
   /**
@@ -567,7 +245,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * @return the threading model
    */
   public int threading() {
-    return threading;
+    return objects.facts.threading();
   }
 
   /**
@@ -578,7 +256,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * @return the progress model
    */
   public int dataProgress() {
-    return dataProgress;
+    return objects.facts.dataProgress();
   }
 
   /**
@@ -603,13 +281,13 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /** {@inheritDoc} */
   @Override
   public int maxTx() {
-    return txSize;
+    return objects.facts.transmitDepth();
   }
 
   /** {@inheritDoc} */
   @Override
   public boolean requiresLocalRegistration() {
-    return requiresLocalMr;
+    return objects.facts.requiresLocalMr();
   }
 
   /**
@@ -622,7 +300,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   @Override
   public String errorText(int code) {
     String text = Native.strerror(code);
-    if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(providerName)) {
+    if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(objects.facts.providerName())) {
       return text
           + ": sockets could not connect to the peer (nothing accepts at its address: the peer"
           + " never started, exited, or closed its endpoint)";
@@ -639,80 +317,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * <p>Checks what libfabric would not: a socket address must be as long as this endpoint's own
    * and an {@code FI_SOCKADDR_IN}/{@code IN6} address must carry {@code AF_INET}/{@code AF_INET6};
    * an {@code FI_ADDR_STR} address must be a printable, NUL-terminated {@code scheme://} string of
-   * at most {@code FI_NAME_MAX} (64) bytes, whatever its length (shm's grows with the pid). The identity is every
-   * byte, or the policy's {@link EndpointPolicy#identityLength()} leading bytes.
+   * at most {@code FI_NAME_MAX} (64) bytes, whatever its length (shm's grows with the pid). The
+   * identity is every byte, or the policy's {@link EndpointPolicy#identityLength()} leading bytes.
    */
   @Override
   public byte[] peerIdentity(byte[] address) {
-    validate(address);
-    int length = policy.identityLength();
-    return length == 0 || length >= address.length
-        ? address.clone()
-        : Arrays.copyOf(address, length);
-  }
-
-  private void validate(byte[] address) {
-    if (address == null) {
-      throw DmaException.fabric("peer address is missing");
-    }
-    if (addrFormat == Abi.FI_ADDR_STR) {
-      validateString(address);
-      return;
-    }
-    if (address.length != localAddress.length) {
-      throw DmaException.fabric(
-          "peer address is "
-              + address.length
-              + " bytes, but "
-              + providerName
-              + " addresses are "
-              + localAddress.length
-              + " bytes");
-    }
-    if (addrFormat == Abi.FI_SOCKADDR_IN || addrFormat == Abi.FI_SOCKADDR_IN6) {
-      int expected = addrFormat == Abi.FI_SOCKADDR_IN ? Abi.AF_INET : Abi.AF_INET6;
-      // sin_family is a native-endian (little-endian on x86_64 and AArch64) 16-bit field.
-      int family =
-          (address[(int) Abi.SOCKADDR_FAMILY] & 0xff)
-              | (address[(int) Abi.SOCKADDR_FAMILY + 1] & 0xff) << 8;
-      if (family != expected) {
-        throw DmaException.fabric(
-            "peer address is not a socket address: family " + family + ", expected " + expected);
-      }
-    }
-  }
-
-  /**
-   * An {@code FI_ADDR_STR} address: printable {@code scheme://...}, one NUL at the end, at most
-   * {@code max(FI_NAME_MAX, own length)} bytes. Its length is not the local one: shm's {@code
-   * fi_shm://<pid>:<uid>:<index>} grows with the pid's digits and the endpoint index, so a peer
-   * with a 4-digit pid is one byte shorter than one with a 5-digit pid. The NUL matters: the
-   * provider {@code strdup}s the address.
-   */
-  private void validateString(byte[] address) {
-    int limit = Math.max(Abi.FI_NAME_MAX, localAddress.length);
-    if (address.length < 2 || address.length > limit) {
-      throw DmaException.fabric(
-          "peer address is "
-              + address.length
-              + " bytes, but "
-              + providerName
-              + " address strings are 2 to "
-              + limit
-              + " bytes, NUL included");
-    }
-    int end = address.length - 1;
-    if (address[end] != 0) {
-      throw DmaException.fabric("peer address is not a NUL-terminated string");
-    }
-    for (int i = 0; i < end; i++) {
-      if (address[i] < 0x20 || address[i] > 0x7e) {
-        throw DmaException.fabric("peer address is not a printable address string");
-      }
-    }
-    if (!new String(address, 0, end, StandardCharsets.US_ASCII).contains("://")) {
-      throw DmaException.fabric("peer address is not an address string (scheme://...)");
-    }
+    return peers.identity(address);
   }
 
   /**
@@ -724,48 +334,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   @Override
   public long insertPeer(byte[] address) {
     ensureOpen();
-    validate(address);
-    ShmNames.Local local =
-        addrFormat == Abi.FI_ADDR_STR ? ShmNames.local(ShmNames.nameOf(address)) : null;
-    if (local != null && !local.open) {
-      // shm would map the closed endpoint's unmapped region: the insert or the first post is a
-      // SIGSEGV.
-      throw DmaException.fabric(
-          "peer " + local.name + " is an shm endpoint of this process that was already closed");
-    }
-    try (Arena call = Arena.ofConfined()) {
-      MemorySegment bytes = call.allocate(address.length, 8);
-      MemorySegment.copy(
-          address, 0, bytes, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, address.length);
-      Native.MEMORY.set(JAVA_LONG, addressOut, Abi.FI_ADDR_NOTAVAIL);
-      int inserted =
-          (int)
-              Native.I_LLLLLL.invokeExact(fnAvInsert, av, bytes.address(), 1L, addressOut, 0L, 0L);
-      if (inserted < 0) {
-        throw new DmaException(
-            DmaException.Kind.FABRIC, Native.failure("fi_av_insert", inserted), -inserted, 0, null);
-      }
-      if (inserted != 1) {
-        throw DmaException.fabric("fi_av_insert inserted " + inserted + " of 1 addresses");
-      }
-      long handle = Native.word(addressOut);
-      if (handle < 0 || handle >= MAX_PEER_HANDLE) {
-        // Not an FI_AV_TABLE index: keep it out of the post path rather than trust it.
-        throw DmaException.fabric(
-            "fi_av_insert returned an unexpected fi_addr " + Long.toUnsignedString(handle));
-      }
-      if (handle >= livePeers.length) {
-        livePeers = Arrays.copyOf(livePeers, (int) Math.max(handle + 1, 2L * livePeers.length));
-        localPeers = Arrays.copyOf(localPeers, livePeers.length);
-      }
-      livePeers[(int) handle] = true;
-      localPeers[(int) handle] = local;
-      return handle;
-    } catch (RuntimeException | Error rethrown) {
-      throw rethrown;
-    } catch (Throwable impossible) {
-      throw new AssertionError(impossible);
-    }
+    return peers.insert(address);
   }
 
   /**
@@ -778,25 +347,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   @Override
   public int removePeer(long handle) {
     ensureOpen();
-    if (handle < 0 || handle >= livePeers.length || !livePeers[(int) handle]) {
-      return -Abi.FI_ENOENT;
-    }
-    // Invalidate first: a post against a removed fi_addr crashes tcp;ofi_rxm.
-    livePeers[(int) handle] = false;
-    ShmNames.Local local = localPeers[(int) handle];
-    localPeers[(int) handle] = null;
-    if (local != null && !local.open) {
-      LOG.log(
-          System.Logger.Level.DEBUG,
-          "left the AV entry of closed local shm peer " + local.name + " to the AV's close");
-      return 0;
-    }
-    Native.MEMORY.set(JAVA_LONG, addressOut, handle);
-    try {
-      return (int) Native.I_LLLL.invokeExact(fnAvRemove, av, addressOut, 1L, 0L);
-    } catch (Throwable impossible) {
-      throw new AssertionError(impossible);
-    }
+    return peers.remove(handle);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -805,33 +356,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /** {@inheritDoc} */
   @Override
   public long register(long address, long lengthBytes) {
-    return registerMemory(address, lengthBytes, Abi.FI_READ | Abi.FI_WRITE, "fi_mr_reg(operand)");
-  }
-
-  private long registerMemory(long address, long lengthBytes, long access, String step) {
     ensureOpen();
-    if (lengthBytes <= 0) {
-      throw DmaException.fabric("cannot register " + lengthBytes + " bytes");
-    }
-    synchronized (registrations) {
-      // Without FI_MR_PROV_KEY the requested key is the key, and a duplicate in one domain fails
-      // with -FI_ENOKEY: hand out unique keys.
-      long key = providerKeys ? 0 : nextKey++;
-      Native.MEMORY.set(JAVA_LONG, addressOut, 0L);
-      int rc;
-      try {
-        rc =
-            (int)
-                Native.I_LLLLLLLLL.invokeExact(
-                    fnMrReg, domain, address, lengthBytes, access, 0L, key, 0L, addressOut, 0L);
-      } catch (Throwable impossible) {
-        throw new AssertionError(impossible);
-      }
-      check(step, rc);
-      long mr = Native.word(addressOut);
-      registrations.add(mr);
-      return mr;
-    }
+    return registrations.register(
+        address, lengthBytes, Abi.FI_READ | Abi.FI_WRITE, "fi_mr_reg(operand)");
   }
 
   /** {@inheritDoc} */
@@ -848,15 +375,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    */
   @Override
   public void deregister(long registration) {
-    synchronized (registrations) {
-      if (registrationsClosed || !registrations.remove(registration)) {
-        return;
-      }
-      int rc = Native.close(registration);
-      if (rc != 0) {
-        LOG.log(System.Logger.Level.WARNING, Native.failure("fi_close(mr)", rc));
-      }
-    }
+    registrations.deregister(registration);
   }
 
   /**
@@ -872,40 +391,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       throw new IllegalArgumentException(
           "only native memory can be exposed: the provider keeps its address");
     }
-    long access =
-        Abi.FI_READ
-            | Abi.FI_WRITE
-            | (remoteRead ? Abi.FI_REMOTE_READ : 0)
-            | (remoteWrite ? Abi.FI_REMOTE_WRITE : 0);
-    long mr = registerMemory(segment.address(), segment.byteSize(), access, "fi_mr_reg(expose)");
-    long key = Native.word(mr + Abi.MR_KEY);
-    Advertisement advertisement =
-        new Advertisement(
-            localAddress,
-            key,
-            virtualAddressing ? segment.address() : 0,
-            segment.byteSize() > 0 ? segment.byteSize() : Advertisement.UNKNOWN_LENGTH);
-    return new Exposed(mr, advertisement);
-  }
-
-  private final class Exposed implements ExposedRegion {
-    private final long mr;
-    private final Advertisement advertisement;
-
-    Exposed(long mr, Advertisement advertisement) {
-      this.mr = mr;
-      this.advertisement = advertisement;
-    }
-
-    @Override
-    public Advertisement advertisement() {
-      return advertisement;
-    }
-
-    @Override
-    public void close() {
-      deregister(mr);
-    }
+    ensureOpen();
+    return registrations.expose(segment, remoteRead, remoteWrite);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -932,17 +419,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   private boolean postable(int slot, long peer) {
-    return slot >= 0
-        && slot < slots
-        && peer >= 0
-        && peer < livePeers.length
-        && livePeers[(int) peer];
-  }
-
-  /** Whether a live peer is an shm endpoint of this process that has closed (a post: SIGSEGV). */
-  private boolean localPeerClosed(long peer) {
-    ShmNames.Local local = localPeers[(int) peer];
-    return local != null && !local.open;
+    return slot >= 0 && slot < slots && peers.isLive(peer);
   }
 
   /**
@@ -965,7 +442,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (!postable(slot, peer)) {
       return -Abi.FI_EINVAL;
     }
-    if (localPeerClosed(peer)) {
+    if (peers.isClosedLocal(peer)) {
       return -Abi.FI_ENOTCONN;
     }
     long s = scratch;
@@ -980,7 +457,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
         JAVA_LONG, s + SCRATCH_MSG + Abi.MSG_RMA_CONTEXT, slabBase + slot * Abi.CONTEXT2_SIZE);
     try {
       return (int)
-          (long) Native.L_LLL_CRITICAL.invokeExact(fnWritemsg, ep, s + SCRATCH_MSG, WRITE_FLAGS);
+          (long)
+              Native.L_LLL_CRITICAL.invokeExact(
+                  objects.fnWritemsg, objects.ep, s + SCRATCH_MSG, WRITE_FLAGS);
     } catch (Throwable impossible) {
       throw new AssertionError(impossible);
     }
@@ -1004,15 +483,15 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (!postable(slot, peer)) {
       return -Abi.FI_EINVAL;
     }
-    if (localPeerClosed(peer)) {
+    if (peers.isClosedLocal(peer)) {
       return -Abi.FI_ENOTCONN;
     }
     try {
       return (int)
           (long)
               Native.L_LLLLLLLL_CRITICAL.invokeExact(
-                  fnRead,
-                  ep,
+                  objects.fnRead,
+                  objects.ep,
                   localAddress,
                   lengthBytes,
                   descriptor,
@@ -1037,7 +516,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
 
   private long cqRead(int count) {
     try {
-      return (long) Native.L_LLL_CRITICAL.invokeExact(fnCqRead, cq, entries, (long) count);
+      return (long)
+          Native.L_LLL_CRITICAL.invokeExact(objects.fnCqRead, objects.cq, entries, (long) count);
     } catch (Throwable impossible) {
       throw new AssertionError(impossible);
     }
@@ -1121,7 +601,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
     long rc;
     try {
-      rc = (long) Native.L_LLL_CRITICAL.invokeExact(fnCqReaderr, cq, errorEntry, 0L);
+      rc =
+          (long) Native.L_LLL_CRITICAL.invokeExact(objects.fnCqReaderr, objects.cq, errorEntry, 0L);
     } catch (Throwable impossible) {
       throw new AssertionError(impossible);
     }
@@ -1142,7 +623,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       long text =
           (long)
               Native.L_LILLL.invokeExact(
-                  fnCqStrerror, cq, providerErrno, errData, strerrorBuffer, 256L);
+                  objects.fnCqStrerror, objects.cq, providerErrno, errData, strerrorBuffer, 256L);
       providerText = text == 0 ? "" : Native.string(text);
     } catch (Throwable impossible) {
       throw new AssertionError(impossible);
@@ -1150,7 +631,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     errorSlot = slotOf(context);
     errorErrno = err;
     errorProviderErrno = providerErrno;
-    errorMessage = completionMessage(providerName, err, providerErrno, providerText);
+    errorMessage =
+        CompletionErrors.message(objects.facts.providerName(), err, providerErrno, providerText);
     if (errorSlot < 0) {
       orphanCompletions++;
       LOG.log(
@@ -1158,62 +640,6 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           "dropped a completion error naming no operation: " + errorMessage);
     }
     return true;
-  }
-
-  /**
-   * The text of a completion error: {@code completion error: <fi_strerror(err)> (err=N); provider:
-   * <fi_cq_strerror> (prov_errno=M)}, except where the provider half would mislead:
-   *
-   * <ul>
-   *   <li>{@code prov_errno} 0, or an empty provider text: the provider half is left out.
-   *   <li>{@code FI_ECANCELED} on net, tcp and their rxm variants: xnet cancels every queued
-   *       operation when the connection closes and stores whatever {@code errno} happened to hold
-   *       ({@code ofi_sockerr()} in {@code xnet_report_error}), so its text ("No such file or
-   *       directory", "Operation now in progress") is stale. The cause is named instead: the
-   *       connection closed, which the target does on an invalid key, range or access.
-   *   <li>A provider text equal to {@code fi_strerror(err)} (sockets: "Permission denied" twice):
-   *       for {@code FI_EACCES} the cause is named (the target refused the key, range or access),
-   *       otherwise the repetition is dropped.
-   * </ul>
-   *
-   * @param provider the provider name, for example {@code net}
-   * @param err the positive {@code err}
-   * @param providerErrno {@code prov_errno}
-   * @param providerText {@code fi_cq_strerror(prov_errno)}, or empty
-   * @return the message
-   */
-  static String completionMessage(
-      String provider, int err, int providerErrno, String providerText) {
-    String head = "completion error: " + Native.strerror(err) + " (err=" + err + ")";
-    if (err == Abi.FI_ECANCELED && cancelsOnConnectionLoss(provider)) {
-      return head
-          + "; provider: the connection to the peer closed with this operation outstanding, which"
-          + " the target does when it refuses a remote key, address range or access, and which a"
-          + " peer that closed or died causes too (prov_errno="
-          + providerErrno
-          + ", a stale errno, not the cause)";
-    }
-    if (providerErrno == 0 || providerText == null || providerText.isBlank()) {
-      return head;
-    }
-    if (providerText.equals(Native.strerror(err))) {
-      return err == Abi.FI_EACCES
-          ? head
-              + "; provider: the target refused the remote key, address range or access"
-              + " (prov_errno="
-              + providerErrno
-              + ")"
-          : head + " (prov_errno=" + providerErrno + ")";
-    }
-    return head + "; provider: " + providerText + " (prov_errno=" + providerErrno + ")";
-  }
-
-  /** xnet (net on 1.x, tcp from 1.18) and rxm over it or over tcpx. */
-  private static boolean cancelsOnConnectionLoss(String provider) {
-    return provider.equals("net")
-        || provider.equals("tcp")
-        || provider.startsWith("tcp;")
-        || provider.startsWith("net;");
   }
 
   /**
@@ -1286,28 +712,14 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       return;
     }
     closed = true;
-    if (shmSelf != null) {
-      // Before fi_close(ep) unmaps the region: from now on no endpoint of this process removes,
-      // inserts or posts to this name.
-      shmSelf.open = false;
-    }
-    synchronized (registrations) {
-      for (long mr : registrations) {
-        closeLogged("fi_close(mr)", mr);
-      }
-      registrations.clear();
-      registrationsClosed = true;
-    }
-    ep = closeLogged("fi_close(ep)", ep);
-    cq = closeLogged("fi_close(cq)", cq);
-    av = closeLogged("fi_close(av)", av);
-    domain = closeLogged("fi_close(domain)", domain);
-    fabric = closeLogged("fi_close(fabric)", fabric);
-    Native.freeinfo(info);
-    info = 0;
+    // Before fi_close(ep) unmaps the region: from now on no endpoint of this process removes,
+    // inserts or posts to this name.
+    objects.markSelfClosed();
+    registrations.closeAll();
+    objects.closeTransport();
+    objects.closeDomain();
     slots = 0;
-    Arrays.fill(livePeers, false);
-    Arrays.fill(localPeers, null);
+    peers.clear();
     arena.close();
   }
 
@@ -1347,22 +759,16 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   @Override
   public void reset() {
     ensureOpen();
-    if (shmSelf != null) {
-      // As in close(): the old endpoint's region goes with fi_close(ep); the reopened endpoint
-      // registers its own (new) name.
-      shmSelf.open = false;
-      shmSelf = null;
-    }
-    ep = closeLogged("fi_close(ep)", ep);
-    cq = closeLogged("fi_close(cq)", cq);
-    av = closeLogged("fi_close(av)", av);
+    // As in close(): the old endpoint's region goes with fi_close(ep); the reopened endpoint
+    // registers its own (new) name.
+    objects.markSelfClosed();
+    objects.closeTransport();
     queueHead = 0;
     queueSize = 0;
     Arrays.fill(queuedMessage, null);
-    Arrays.fill(livePeers, false);
-    Arrays.fill(localPeers, null);
+    peers.clear();
     try {
-      openTransport();
+      objects.openTransport();
     } catch (Throwable reopenFailure) {
       close();
       throw new DmaException(
@@ -1375,18 +781,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
   }
 
-  private static long closeLogged(String what, long fid) {
-    if (fid != 0) {
-      int rc = Native.close(fid);
-      if (rc != 0) {
-        LOG.log(System.Logger.Level.WARNING, Native.failure(what, rc));
-      }
-    }
-    return 0;
-  }
-
   @Override
   public String toString() {
-    return "LibfabricEndpoint[" + providerName + " on " + domainName + "]";
+    return "LibfabricEndpoint["
+        + objects.facts.providerName()
+        + " on "
+        + objects.facts.domainName()
+        + "]";
   }
 }

@@ -230,22 +230,22 @@ class ErrorPathsTest {
   @org.junit.jupiter.api.Test
   void completionMessagesLeaveOutStaleOrEmptyProviderText() {
     // net/tcp cancel with a stale errno: the cause is named, the errno text is not shown.
-    String canceled = LibfabricEndpoint.completionMessage("net", 125, 2, "No such file or directory");
+    String canceled = CompletionErrors.message("net", 125, 2, "No such file or directory");
     assertFalse(canceled.contains("No such file or directory"), canceled);
     assertTrue(canceled.startsWith("completion error: Operation canceled (err=125); provider: the"
         + " connection to the peer closed"), canceled);
     assertTrue(canceled.endsWith("(prov_errno=2, a stale errno, not the cause)"), canceled);
     String rxm =
-        LibfabricEndpoint.completionMessage("tcp;ofi_rxm", 125, 115, "Operation now in progress");
+        CompletionErrors.message("tcp;ofi_rxm", 125, 115, "Operation now in progress");
     assertFalse(rxm.contains("Operation now in progress"), rxm);
     assertTrue(rxm.contains("the connection to the peer closed"), rxm);
     assertEquals("completion error: Input/output error (err=5)",
-        LibfabricEndpoint.completionMessage("shm", 5, 0, "Success"));
+        CompletionErrors.message("shm", 5, 0, "Success"));
     assertEquals("completion error: Permission denied (err=13); provider: the target refused the"
         + " remote key, address range or access (prov_errno=-13)",
-        LibfabricEndpoint.completionMessage("sockets", 13, -13, "Permission denied"));
+        CompletionErrors.message("sockets", 13, -13, "Permission denied"));
     assertEquals("completion error: Input/output error (err=5); provider: bad thing (prov_errno=9)",
-        LibfabricEndpoint.completionMessage("efa", 5, 9, "bad thing"));
+        CompletionErrors.message("efa", 5, 9, "bad thing"));
   }
 
   @org.junit.jupiter.api.Test

@@ -1,6 +1,7 @@
 package dev.dma.fake;
 
 import dev.dma.api.Errno;
+import dev.dma.spi.CompletionMessages;
 
 /**
  * libfabric's error numbers and texts, as the fake reports them: the {@code FI_E*} values a test
@@ -158,9 +159,10 @@ public final class FiErrno {
   }
 
   /**
-   * The exact message of a completion error entry, as the libfabric binding builds it: {@code
-   * completion error: {text(errno)} (err={errno}); provider: {providerText}
-   * (prov_errno={providerErrno})}.
+   * The exact message of a completion error entry, in the one format every provider uses ({@link
+   * CompletionMessages}): {@code completion error: {text(errno)} (err={errno}); provider:
+   * {providerText} (prov_errno={providerErrno})}. Unlike the libfabric binding, the fake always
+   * shows the provider half, whatever the script put there.
    *
    * @param errno libfabric's error number; its absolute value is printed, as the binding takes
    *     {@code abs(err)} (shm reports it negative)
@@ -170,15 +172,7 @@ public final class FiErrno {
    */
   public static String completionMessage(int errno, int providerErrno, String providerText) {
     int positive = Math.abs(errno);
-    return "completion error: "
-        + text(positive)
-        + " (err="
-        + positive
-        + "); provider: "
-        + providerText
-        + " (prov_errno="
-        + providerErrno
-        + ")";
+    return CompletionMessages.of(positive, text(positive), providerErrno, providerText);
   }
 
   /**

@@ -1,0 +1,259 @@
+package dev.dma.libfabric;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.dma.api.DmaException;
+import dev.dma.libfabric.internal.Abi;
+import dev.dma.libfabric.internal.Native;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * The peers of one {@link LibfabricEndpoint}: which {@code fi_addr} handles are live (between
+ * {@link #insert} and {@link #remove}), and which of them are shm endpoints of this process ({@link
+ * ShmNames}). It refuses malformed peer addresses before {@code fi_av_insert} and lets the data
+ * path refuse posts against handles it did not hand out or has removed: libfabric validates
+ * neither, and tcp;ofi_rxm dies with SIGSEGV on a bad {@code fi_addr}.
+ *
+ * <p>Only the endpoint's owner thread calls it. The data path asks {@link #isLive} and {@link
+ * #isClosedLocal} on every post: small methods of a final class that allocate nothing and take no
+ * lock.
+ */
+final class AddressVector {
+  /** Under the endpoint's name, as before peers had a class of their own. */
+  private static final System.Logger LOG = System.getLogger(LibfabricEndpoint.class.getName());
+
+  /**
+   * Largest {@code fi_addr} kept in the live-peer table ({@code FI_AV_TABLE} hands out indexes).
+   */
+  private static final long MAX_PEER_HANDLE = 1 << 24;
+
+  private final FabricObjects objects;
+  private final EndpointPolicy policy;
+
+  /** {@code fi_av_insert}'s out-parameter and {@code fi_av_remove}'s in-parameter. */
+  private final long addressOut;
+
+  // live[fi_addr] is true between insert and remove.
+  private boolean[] live = new boolean[64];
+
+  // For shm: localPeers[fi_addr] is the record of a peer endpoint this process opened, else null.
+  private ShmNames.Local[] localPeers = new ShmNames.Local[64];
+
+  /**
+   * Creates an empty table.
+   *
+   * @param objects the endpoint's libfabric objects; the address vector must be open to insert
+   * @param policy the provider's choices (the identity length)
+   * @param arena the endpoint's arena
+   */
+  AddressVector(FabricObjects objects, EndpointPolicy policy, Arena arena) {
+    this.objects = objects;
+    this.policy = policy;
+    this.addressOut = arena.allocate(JAVA_LONG).address();
+  }
+
+  /**
+   * A peer's identity: every byte of its address, or the policy's {@link
+   * EndpointPolicy#identityLength()} leading bytes.
+   *
+   * @param address the peer's address, validated as {@link #validate} does
+   * @return the identity, a new array
+   */
+  byte[] identity(byte[] address) {
+    validate(address);
+    int length = policy.identityLength();
+    return length == 0 || length >= address.length
+        ? address.clone()
+        : Arrays.copyOf(address, length);
+  }
+
+  /**
+   * Checks what libfabric would not: a socket address must be as long as this endpoint's own and an
+   * {@code FI_SOCKADDR_IN}/{@code IN6} address must carry {@code AF_INET}/{@code AF_INET6}; an
+   * {@code FI_ADDR_STR} address must be a printable, NUL-terminated {@code scheme://} string of at
+   * most {@code FI_NAME_MAX} (64) bytes, whatever its length (shm's grows with the pid).
+   */
+  private void validate(byte[] address) {
+    if (address == null) {
+      throw DmaException.fabric("peer address is missing");
+    }
+    int addrFormat = objects.facts.addrFormat();
+    if (addrFormat == Abi.FI_ADDR_STR) {
+      validateString(address);
+      return;
+    }
+    byte[] localAddress = objects.localAddress;
+    if (address.length != localAddress.length) {
+      throw DmaException.fabric(
+          "peer address is "
+              + address.length
+              + " bytes, but "
+              + objects.facts.providerName()
+              + " addresses are "
+              + localAddress.length
+              + " bytes");
+    }
+    if (addrFormat == Abi.FI_SOCKADDR_IN || addrFormat == Abi.FI_SOCKADDR_IN6) {
+      int expected = addrFormat == Abi.FI_SOCKADDR_IN ? Abi.AF_INET : Abi.AF_INET6;
+      // sin_family is a native-endian (little-endian on x86_64 and AArch64) 16-bit field.
+      int family =
+          (address[(int) Abi.SOCKADDR_FAMILY] & 0xff)
+              | (address[(int) Abi.SOCKADDR_FAMILY + 1] & 0xff) << 8;
+      if (family != expected) {
+        throw DmaException.fabric(
+            "peer address is not a socket address: family " + family + ", expected " + expected);
+      }
+    }
+  }
+
+  /**
+   * An {@code FI_ADDR_STR} address: printable {@code scheme://...}, one NUL at the end, at most
+   * {@code max(FI_NAME_MAX, own length)} bytes. Its length is not the local one: shm's {@code
+   * fi_shm://<pid>:<uid>:<index>} grows with the pid's digits and the endpoint index, so a peer
+   * with a 4-digit pid is one byte shorter than one with a 5-digit pid. The NUL matters: the
+   * provider {@code strdup}s the address.
+   */
+  private void validateString(byte[] address) {
+    int limit = Math.max(Abi.FI_NAME_MAX, objects.localAddress.length);
+    if (address.length < 2 || address.length > limit) {
+      throw DmaException.fabric(
+          "peer address is "
+              + address.length
+              + " bytes, but "
+              + objects.facts.providerName()
+              + " address strings are 2 to "
+              + limit
+              + " bytes, NUL included");
+    }
+    int end = address.length - 1;
+    if (address[end] != 0) {
+      throw DmaException.fabric("peer address is not a NUL-terminated string");
+    }
+    for (int i = 0; i < end; i++) {
+      if (address[i] < 0x20 || address[i] > 0x7e) {
+        throw DmaException.fabric("peer address is not a printable address string");
+      }
+    }
+    if (!new String(address, 0, end, StandardCharsets.US_ASCII).contains("://")) {
+      throw DmaException.fabric("peer address is not an address string (scheme://...)");
+    }
+  }
+
+  /**
+   * Validates an address and inserts it into the address vector; the endpoint is open (its owner
+   * thread checked).
+   *
+   * @param address the peer's address
+   * @return the live handle ({@code fi_addr})
+   * @throws DmaException of kind FABRIC for a malformed address or a failed insert
+   */
+  long insert(byte[] address) {
+    validate(address);
+    ShmNames.Local local =
+        objects.facts.addrFormat() == Abi.FI_ADDR_STR
+            ? ShmNames.local(ShmNames.nameOf(address))
+            : null;
+    if (local != null && !local.open) {
+      // shm would map the closed endpoint's unmapped region: the insert or the first post is a
+      // SIGSEGV.
+      throw DmaException.fabric(
+          "peer " + local.name + " is an shm endpoint of this process that was already closed");
+    }
+    try (Arena call = Arena.ofConfined()) {
+      MemorySegment bytes = call.allocate(address.length, 8);
+      MemorySegment.copy(
+          address, 0, bytes, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, address.length);
+      Native.MEMORY.set(JAVA_LONG, addressOut, Abi.FI_ADDR_NOTAVAIL);
+      int inserted =
+          (int)
+              Native.I_LLLLLL.invokeExact(
+                  objects.fnAvInsert, objects.av, bytes.address(), 1L, addressOut, 0L, 0L);
+      if (inserted < 0) {
+        throw new DmaException(
+            DmaException.Kind.FABRIC, Native.failure("fi_av_insert", inserted), -inserted, 0, null);
+      }
+      if (inserted != 1) {
+        throw DmaException.fabric("fi_av_insert inserted " + inserted + " of 1 addresses");
+      }
+      long handle = Native.word(addressOut);
+      if (handle < 0 || handle >= MAX_PEER_HANDLE) {
+        // Not an FI_AV_TABLE index: keep it out of the post path rather than trust it.
+        throw DmaException.fabric(
+            "fi_av_insert returned an unexpected fi_addr " + Long.toUnsignedString(handle));
+      }
+      if (handle >= live.length) {
+        live = Arrays.copyOf(live, (int) Math.max(handle + 1, 2L * live.length));
+        localPeers = Arrays.copyOf(localPeers, live.length);
+      }
+      live[(int) handle] = true;
+      localPeers[(int) handle] = local;
+      return handle;
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * Removes a live handle; the endpoint is open (its owner thread checked). For a peer that is an
+   * shm endpoint of this process and already closed, only the handle is dropped: {@code
+   * fi_av_remove} would write into that endpoint's unmapped region (SIGSEGV in {@code
+   * smr_unmap_region}); the address vector's close releases the entry safely.
+   *
+   * @param handle the handle
+   * @return 0, {@code -FI_ENOENT} for a handle that is not live, or what {@code fi_av_remove}
+   *     returned
+   */
+  int remove(long handle) {
+    if (handle < 0 || handle >= live.length || !live[(int) handle]) {
+      return -Abi.FI_ENOENT;
+    }
+    // Invalidate first: a post against a removed fi_addr crashes tcp;ofi_rxm.
+    live[(int) handle] = false;
+    ShmNames.Local local = localPeers[(int) handle];
+    localPeers[(int) handle] = null;
+    if (local != null && !local.open) {
+      LOG.log(
+          System.Logger.Level.DEBUG,
+          "left the AV entry of closed local shm peer " + local.name + " to the AV's close");
+      return 0;
+    }
+    Native.MEMORY.set(JAVA_LONG, addressOut, handle);
+    try {
+      return (int) Native.I_LLLL.invokeExact(objects.fnAvRemove, objects.av, addressOut, 1L, 0L);
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * Whether {@code peer} is a handle this table handed out and has not removed.
+   *
+   * @param peer the handle
+   * @return whether a post may name it
+   */
+  boolean isLive(long peer) {
+    return peer >= 0 && peer < live.length && live[(int) peer];
+  }
+
+  /**
+   * Whether a live peer is an shm endpoint of this process that has closed (a post: SIGSEGV).
+   *
+   * @param peer a live handle
+   * @return whether it is closed
+   */
+  boolean isClosedLocal(long peer) {
+    ShmNames.Local local = localPeers[(int) peer];
+    return local != null && !local.open;
+  }
+
+  /** Forgets every handle: the address vector they index was closed. */
+  void clear() {
+    Arrays.fill(live, false);
+    Arrays.fill(localPeers, null);
+  }
+}
