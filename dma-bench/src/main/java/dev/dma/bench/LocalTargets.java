@@ -1,6 +1,7 @@
 package dev.dma.bench;
 
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.core.PassiveTarget;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricProvider;
@@ -35,7 +36,7 @@ final class LocalTargets implements AutoCloseable {
         targets.add(target);
         MemorySegment memory = arena.allocate(lengthBytes, 4096);
         memory.fill((byte) 0x5a);
-        ExposedRegion region = target.expose(memory, true, true);
+        ExposedRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
         regions.add(region);
         ads.add(new Control.TargetAd(region.advertisement(), lengthBytes));
       }

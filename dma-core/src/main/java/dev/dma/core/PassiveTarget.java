@@ -2,6 +2,7 @@ package dev.dma.core;
 
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.core.internal.Reply;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
@@ -229,19 +230,18 @@ public final class PassiveTarget implements AutoCloseable {
    * server. Close the region before freeing the memory.
    *
    * @param segment native memory that outlives the region
-   * @param remoteRead whether the server may read it
-   * @param remoteWrite whether the server may write it
+   * @param access what the server may do to it
    * @return the region
    * @throws DmaException when the registration fails or the target is closed
    */
-  public ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
+  public ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
     if (!segment.isNative()) {
       throw DmaException.fabric("cannot expose a heap segment; expose native memory");
     }
     ExposedRegion region =
         call(
             endpoint -> {
-              ExposedRegion exposed = endpoint.expose(segment, remoteRead, remoteWrite);
+              ExposedRegion exposed = endpoint.expose(segment, access);
               regions.add(exposed);
               return exposed;
             },

@@ -1,6 +1,7 @@
 package dev.dma.spi;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -198,12 +199,11 @@ public interface FabricEndpoint extends AutoCloseable {
    * this endpoint is {@linkplain #progress() progressed}.
    *
    * @param segment native memory that outlives the returned region
-   * @param remoteRead whether peers may read it
-   * @param remoteWrite whether peers may write it
+   * @param access what peers may do to it
    * @return the region, owned by the caller
    * @throws DmaException when the registration fails
    */
-  ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite);
+  ExposedRegion expose(MemorySegment segment, RemoteAccess access);
 
   /**
    * Drives the provider's progress for this endpoint (reads its completion queue) so a passive

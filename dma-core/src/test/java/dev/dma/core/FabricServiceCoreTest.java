@@ -14,6 +14,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -100,7 +101,7 @@ class FabricServiceCoreTest {
   void aWriteAndAReadLandTheirBytes() throws Exception {
     start();
     MemorySegment target = arena.allocate(4096);
-    Advertisement ad = endpoint.expose(target, true, true).advertisement();
+    Advertisement ad = endpoint.expose(target, RemoteAccess.READ_WRITE).advertisement();
     Buffer source = pattern(1, 4096);
     assertTrue(service.submit(TransferRequest.write(7, ad, source).withChecksum(Checksum.CRC32C)));
     Completion<Buffer> written = take();
@@ -120,7 +121,7 @@ class FabricServiceCoreTest {
     start();
     int count = 200;
     MemorySegment target = arena.allocate((long) count * SLICE);
-    Advertisement ad = endpoint.expose(target, true, true).advertisement();
+    Advertisement ad = endpoint.expose(target, RemoteAccess.READ_WRITE).advertisement();
     List<Buffer> sources = new ArrayList<>();
     for (int i = 0; i < count; i++) {
       Buffer source = pattern(i, SLICE);
@@ -148,7 +149,7 @@ class FabricServiceCoreTest {
     start();
     int count = 50;
     MemorySegment target = arena.allocate((long) count * SLICE);
-    Advertisement ad = endpoint.expose(target, true, true).advertisement();
+    Advertisement ad = endpoint.expose(target, RemoteAccess.READ_WRITE).advertisement();
     List<Buffer> sources = new ArrayList<>();
     for (int i = 0; i < count; i++) {
       Buffer source = pattern(i, SLICE);
@@ -172,7 +173,7 @@ class FabricServiceCoreTest {
   void aPostTheEndpointRefusesFailsThatTransferOnly() throws Exception {
     start();
     MemorySegment target = arena.allocate(2L * SLICE);
-    Advertisement ad = endpoint.expose(target, true, true).advertisement();
+    Advertisement ad = endpoint.expose(target, RemoteAccess.READ_WRITE).advertisement();
     Advertisement refused = endpoint.advertisementFor(LoopbackTestEndpoint.REFUSED_KEY);
     assertTrue(service.submit(TransferRequest.write(1, slice(ad, 0), pattern(0, SLICE))));
     assertTrue(service.submit(TransferRequest.write(1, refused, pattern(1, SLICE))));
@@ -204,7 +205,7 @@ class FabricServiceCoreTest {
             .completionDeadline(Duration.ofMillis(300))
             .build());
     MemorySegment target = arena.allocate(SLICE);
-    Advertisement ad = endpoint.expose(target, true, true).advertisement();
+    Advertisement ad = endpoint.expose(target, RemoteAccess.READ_WRITE).advertisement();
     Advertisement hole = endpoint.advertisementFor(LoopbackTestEndpoint.BLACK_HOLE_KEY);
     assertTrue(service.submit(TransferRequest.write(9, hole, pattern(0, SLICE))));
     assertNull(completions.poll(100, TimeUnit.MILLISECONDS), "failed before its deadline");

@@ -1,6 +1,7 @@
 package dev.dma.core;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.Availability;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
@@ -206,8 +207,7 @@ class LoopbackTestEndpoint implements FabricEndpoint {
   }
 
   @Override
-  public synchronized ExposedRegion expose(
-      MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
+  public synchronized ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
     long key = nextKey++;
     regions.put(key, segment);
     Advertisement ad = new Advertisement(address.clone(), key, segment.address(), segment.byteSize());

@@ -14,6 +14,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
@@ -125,7 +126,7 @@ abstract class ConformanceSuite {
     MemorySegment local = arena.allocate(size, 4096);
     Patterns.fill(local, size);
     int expected = Checksums.crc32c(local);
-    ExposedRegion region = target.expose(remote, true, true);
+    ExposedRegion region = target.expose(remote, RemoteAccess.READ_WRITE);
     Advertisement ad = region.advertisement();
 
     assertTrue(service.submit(request(1, ad, Direction.TO_PEER, new Buffer(1, local))));
@@ -150,7 +151,7 @@ abstract class ConformanceSuite {
     MemorySegment remote = arena.allocate((long) size * slots, 4096);
     MemorySegment local = arena.allocate((long) size * slots, 4096);
     Patterns.fill(local, 7);
-    Advertisement ad = target.expose(remote, true, true).advertisement();
+    Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     long submitted = 0;
     long done = 0;
     AtomicInteger failures = new AtomicInteger();
@@ -187,7 +188,7 @@ abstract class ConformanceSuite {
     for (int c = 0; c < clients; c++) {
       remotes[c] = arena.allocate(2L * size, 4096);
       Patterns.fill(remotes[c].asSlice(size, size), 100 + c);
-      ads[c] = target.expose(remotes[c], true, true).advertisement();
+      ads[c] = target.expose(remotes[c], RemoteAccess.READ_WRITE).advertisement();
     }
     CountDownLatch start = new CountDownLatch(1);
     for (int c = 0; c < clients; c++) {
@@ -271,7 +272,7 @@ abstract class ConformanceSuite {
     MemorySegment remote = arena.allocate(1 << 20, 4096);
     MemorySegment local = arena.allocate(1 << 20, 4096);
     Patterns.fill(local, 5);
-    Advertisement ad = target.expose(remote, true, true).advertisement();
+    Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     service.addPeer(9, ad.address());
     for (int i = 0; i < 16; i++) {
       assertTrue(service.submit(request(9, ad, Direction.TO_PEER, new Buffer(i, local))));
@@ -315,7 +316,7 @@ abstract class ConformanceSuite {
     deadPeerFailure(error);
     // The service keeps serving.
     MemorySegment remote = arena.allocate(64);
-    Advertisement ad = target.expose(remote, true, true).advertisement();
+    Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     assertTrue(service.submit(request(2, ad, Direction.TO_PEER, new Buffer(1, local))));
     assertTrue(completions.take().outcome().isDone());
     assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
@@ -326,7 +327,7 @@ abstract class ConformanceSuite {
     PassiveTarget doomed = PassiveTarget.start(configuration(), provider(), Duration.ZERO);
     doomed.insertPeer(service.localAddress());
     MemorySegment doomedMemory = arena.allocate(1 << 20, 4096);
-    Advertisement doomedAd = doomed.expose(doomedMemory, true, true).advertisement();
+    Advertisement doomedAd = doomed.expose(doomedMemory, RemoteAccess.READ_WRITE).advertisement();
     MemorySegment local = arena.allocate(1 << 20, 4096);
     Patterns.fill(local, 3);
     for (int i = 0; i < 32; i++) {
@@ -338,7 +339,7 @@ abstract class ConformanceSuite {
     assertEquals(32, doomedCompletions.size());
     // And the service still serves everyone else.
     MemorySegment remote = arena.allocate(1 << 20, 4096);
-    Advertisement ad = target.expose(remote, true, true).advertisement();
+    Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     assertTrue(service.submit(request(21, ad, Direction.TO_PEER, new Buffer(100, local))));
     Completion<Buffer> fine = completions.take();
     assertTrue(fine.outcome().isDone(), () -> fine.outcome().error().getMessage());
@@ -353,7 +354,8 @@ abstract class ConformanceSuite {
     try {
       victim.insertPeer(service.localAddress());
       MemorySegment exposed = arena.allocate(4096, 4096);
-      Advertisement ad = victim.expose(exposed, true, remoteWrite).advertisement();
+      RemoteAccess access = remoteWrite ? RemoteAccess.READ_WRITE : RemoteAccess.READ;
+      Advertisement ad = victim.expose(exposed, access).advertisement();
       // The advertised length rides along, as a real client's advertisement carries it: a range
       // outside it is then refused before posting (the only check there is on shm).
       Advertisement bad =
@@ -385,7 +387,7 @@ abstract class ConformanceSuite {
       victim.close();
     }
     MemorySegment remote = arena.allocate(4096, 4096);
-    Advertisement good = target.expose(remote, true, true).advertisement();
+    Advertisement good = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     MemorySegment local = arena.allocate(4096);
     Patterns.fill(local, 11);
     assertTrue(service.submit(request(31, good, Direction.TO_PEER, new Buffer(2, local))));

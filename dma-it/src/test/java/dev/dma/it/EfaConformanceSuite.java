@@ -11,6 +11,7 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.core.PassiveTarget;
 import dev.dma.provider.efa.EfaFabric;
 import java.lang.foreign.MemorySegment;
@@ -51,7 +52,7 @@ abstract class EfaConformanceSuite extends ConformanceSuite {
     PassiveTarget stranger = PassiveTarget.start(configuration(), provider(), Duration.ZERO);
     try {
       MemorySegment exposed = arena.allocate(4096, 4096);
-      Advertisement ad = stranger.expose(exposed, true, true).advertisement();
+      Advertisement ad = stranger.expose(exposed, RemoteAccess.READ_WRITE).advertisement();
       MemorySegment local = arena.allocate(64);
       local.fill((byte) 0x5a);
       assertTrue(service.submit(request(50, ad, Direction.TO_PEER, new Buffer(1, local))));

@@ -12,6 +12,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.libfabric.Libfabric;
@@ -65,7 +66,7 @@ class EndpointResetTest {
                 .start()) {
       MemorySegment remote = arena.allocate(1 << 16, 4096);
       MemorySegment local = arena.allocate(1 << 16, 4096);
-      ExposedRegion region = target.expose(remote, true, true);
+      ExposedRegion region = target.expose(remote, RemoteAccess.READ_WRITE);
       Advertisement ad = region.advertisement();
       // The target's progress, which the test switches off and on; one thread owns the endpoint.
       Thread progress =

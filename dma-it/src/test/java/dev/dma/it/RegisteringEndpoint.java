@@ -1,5 +1,6 @@
 package dev.dma.it;
 
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
@@ -97,8 +98,8 @@ final class RegisteringEndpoint implements FabricEndpoint {
   }
 
   @Override
-  public ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
-    return real.expose(segment, remoteRead, remoteWrite);
+  public ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
+    return real.expose(segment, access);
   }
 
   @Override

@@ -11,6 +11,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricServiceGroup;
@@ -70,7 +71,7 @@ class StripedGroupFakeTest {
         PassiveTarget.start(
             DmaConfiguration.builder().providers("fake").interfaces(List.of(name)).build());
     remote = arena.allocate(4 * LENGTH, 4096);
-    ad = target.expose(remote, true, true).advertisement();
+    ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     fabric
         .script()
         .holdCompletions(

@@ -8,6 +8,7 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricServiceGroup;
@@ -48,7 +49,7 @@ class StripedGroupTcpTest {
       MemorySegment local = arena.allocate(LENGTH, 4096);
       MemorySegment landing = arena.allocate(LENGTH, 4096);
       Patterns.fill(local, 4);
-      Advertisement ad = target.expose(remote, true, true).advertisement();
+      Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
 
       assertEquals(
           true,

@@ -3,6 +3,7 @@ package dev.dma.it;
 import dev.dma.api.Advertisement;
 import dev.dma.api.Checksums;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.core.PassiveTarget;
 import dev.dma.spi.ExposedRegion;
 import java.io.BufferedReader;
@@ -73,7 +74,7 @@ public final class TargetProcess {
     try (Arena arena = Arena.ofShared();
         PassiveTarget target = PassiveTarget.start(configuration)) {
       MemorySegment memory = arena.allocate(size, 4096);
-      ExposedRegion region = target.expose(memory, true, true);
+      ExposedRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
       System.out.println("advertisement " + region.advertisement());
       System.out.flush();
       String line;

@@ -12,6 +12,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.Operands;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.core.PassiveTarget;
@@ -93,7 +94,7 @@ class TelemetryTest {
     try (FakeFabric fabric = FakeFabric.create("telemetry-spans")) {
       fabric.script().requireLocalRegistration(true);
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       Collector<Spanned> completions = new Collector<>();
       DmaConfiguration configuration =
           DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
@@ -147,7 +148,7 @@ class TelemetryTest {
                 .completer(completions)
                 .openTelemetry(sdk)
                 .start()) {
-      Advertisement ad = client.expose(arena.allocate(65536), true, true).advertisement();
+      Advertisement ad = client.expose(arena.allocate(65536), RemoteAccess.READ_WRITE).advertisement();
       Span request = sdk.getTracer("test").spanBuilder("dma.set").startSpan();
       Scope scope = request.makeCurrent();
       try {
@@ -177,7 +178,7 @@ class TelemetryTest {
   void workerPassesAreTracedOnlyWhenAskedAndOnlyWhenSomethingMoved() throws Exception {
     try (FakeFabric fabric = FakeFabric.create("telemetry-passes")) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       Collector<Buffer> completions = new Collector<>();
       DmaConfiguration configuration =
           DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
@@ -237,7 +238,7 @@ class TelemetryTest {
   void metricsCountAScriptedRunExactly() throws Exception {
     try (FakeFabric fabric = FakeFabric.create("telemetry-metrics")) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       Collector<Buffer> completions = new Collector<>();
       DmaConfiguration configuration =
           DmaConfiguration.builder()
@@ -301,7 +302,7 @@ class TelemetryTest {
   void aLostCompletionCountsOneCompletionDeadlineFailureAndOneReset() throws Exception {
     try (FakeFabric fabric = FakeFabric.create("telemetry-deadline")) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       Collector<Buffer> completions = new Collector<>();
       DmaConfiguration configuration =
           DmaConfiguration.builder()

@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.Native;
 import dev.dma.spi.CompletionSink;
@@ -386,13 +387,13 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * FI_MR_VIRT_ADDR}, otherwise 0 (an offset); its key is {@code fi_mr_key}.
    */
   @Override
-  public ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
+  public ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
     if (!segment.isNative()) {
       throw new IllegalArgumentException(
           "only native memory can be exposed: the provider keeps its address");
     }
     ensureOpen();
-    return registrations.expose(segment, remoteRead, remoteWrite);
+    return registrations.expose(segment, access);
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.Native;
 import dev.dma.spi.ExposedRegion;
@@ -97,17 +98,16 @@ final class Registrations {
    * address under {@code FI_MR_VIRT_ADDR}, otherwise 0 (an offset); its key is {@code fi_mr_key}.
    *
    * @param segment native memory
-   * @param remoteRead whether peers may read it
-   * @param remoteWrite whether peers may write it
+   * @param access what peers may do to it
    * @return the region, which any thread may close
    */
-  ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
-    long access =
+  ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
+    long flags =
         Abi.FI_READ
             | Abi.FI_WRITE
-            | (remoteRead ? Abi.FI_REMOTE_READ : 0)
-            | (remoteWrite ? Abi.FI_REMOTE_WRITE : 0);
-    long mr = register(segment.address(), segment.byteSize(), access, "fi_mr_reg(expose)");
+            | (access.allowsRead() ? Abi.FI_REMOTE_READ : 0)
+            | (access.allowsWrite() ? Abi.FI_REMOTE_WRITE : 0);
+    long mr = register(segment.address(), segment.byteSize(), flags, "fi_mr_reg(expose)");
     long key = Native.word(mr + Abi.MR_KEY);
     Advertisement advertisement =
         new Advertisement(

@@ -2,6 +2,7 @@ package dev.dma.libfabric;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
@@ -91,7 +92,7 @@ public final class BurstProbe {
     // Two halves per slot: writes land in the first, reads come from the second.
     MemorySegment remote = arena.allocate(2L * window * size, 4096);
     MemorySegment local = arena.allocate((long) window * size, 4096).fill((byte) 3);
-    ExposedRegion region = target.expose(remote, true, true);
+    ExposedRegion region = target.expose(remote, RemoteAccess.READ_WRITE);
     Advertisement ad = region.advertisement();
     long peer = initiator.insertPeer(target.localAddress());
     long localDescriptor = 0;

@@ -3,6 +3,7 @@ package dev.dma.libfabric;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.MemorySegment;
@@ -20,7 +21,7 @@ class DataPathAllocationTest {
     try (Loopback loopback = LoopbackTest.loopback("libfabric:tcp;ofi_rxm")) {
       MemorySegment remote = loopback.arena.allocate(4096, 4096);
       MemorySegment local = loopback.arena.allocate(4096, 4096);
-      try (ExposedRegion region = loopback.expose(remote, true, true)) {
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
         long key = region.advertisement().remoteKey();
         loopback.transfer(true, local.asSlice(0, 64), 0, key); // connect
         Loopback.Recorder sink = loopback.sink;

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.MemorySegment;
@@ -99,7 +100,7 @@ class ErrorPathsTest {
     try (Loopback loopback = new Loopback(opener(name))) {
       MemorySegment remote = loopback.arena.allocate(1 << 20, 4096);
       MemorySegment local = loopback.arena.allocate(1 << 20, 4096);
-      ExposedRegion region = loopback.expose(remote, true, true);
+      ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE);
       Advertisement ad = region.advertisement();
       loopback.transfer(true, local.asSlice(0, 64), ad.remoteAddress(), ad.remoteKey());
       int posted = 0;
@@ -157,9 +158,9 @@ class ErrorPathsTest {
       MemorySegment remote = loopback.arena.allocate(4096, 4096);
       MemorySegment local = loopback.arena.allocate(4096, 4096);
       local.fill((byte) 0x5a);
-      try (ExposedRegion good = loopback.expose(remote, true, true);
+      try (ExposedRegion good = loopback.expose(remote, RemoteAccess.READ_WRITE);
           ExposedRegion readOnly =
-              loopback.expose(loopback.arena.allocate(4096, 4096), true, false)) {
+              loopback.expose(loopback.arena.allocate(4096, 4096), RemoteAccess.READ)) {
         Advertisement ad = good.advertisement();
         loopback.transfer(true, local.asSlice(0, 64), ad.remoteAddress(), ad.remoteKey());
         long address = ad.remoteAddress();
@@ -193,7 +194,7 @@ class ErrorPathsTest {
         // The initiator stays usable: a fresh target takes a write.
         try (FabricEndpoint other = opener.get()) {
           MemorySegment otherMemory = loopback.arena.allocate(4096, 4096);
-          try (ExposedRegion region = other.expose(otherMemory, true, true)) {
+          try (ExposedRegion region = other.expose(otherMemory, RemoteAccess.READ_WRITE)) {
             long otherPeer = loopback.initiator.insertPeer(other.localAddress());
             Advertisement otherAd = region.advertisement();
             long deadline = System.nanoTime() + Loopback.DEADLINE_NS;

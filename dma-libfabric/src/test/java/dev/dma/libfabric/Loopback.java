@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
@@ -121,8 +122,8 @@ public final class Loopback implements AutoCloseable {
     assertEquals(1, state, () -> "transfer failed: " + sink.message[0]);
   }
 
-  public ExposedRegion expose(MemorySegment segment, boolean read, boolean write) {
-    return target.expose(segment, read, write);
+  public ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
+    return target.expose(segment, access);
   }
 
   public static long remote(Advertisement advertisement, long offset) {

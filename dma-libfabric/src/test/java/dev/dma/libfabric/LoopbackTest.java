@@ -8,6 +8,7 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksums;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.ExposedRegion;
@@ -101,7 +102,7 @@ class LoopbackTest {
       long max = SIZES[SIZES.length - 1];
       MemorySegment remote = loopback.arena.allocate(max, 4096);
       MemorySegment local = loopback.arena.allocate(max, 4096);
-      try (ExposedRegion region = loopback.expose(remote, true, true)) {
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
         Advertisement ad = region.advertisement();
         long seed = 1;
         for (long size : SIZES) {
@@ -184,7 +185,7 @@ class LoopbackTest {
       MemorySegment remote = loopback.arena.allocate(window * 64L, 4096);
       MemorySegment local = loopback.arena.allocate(window * 64L, 4096);
       Loopback.fill(local, 7);
-      try (ExposedRegion region = loopback.expose(remote, true, true)) {
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
         Advertisement ad = region.advertisement();
         FreeSlots slots = new FreeSlots(window);
         int posted = 0;

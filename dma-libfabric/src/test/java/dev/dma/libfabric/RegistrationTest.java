@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
@@ -39,8 +40,8 @@ class RegistrationTest {
       // hand out unique ones.
       long first = endpoint.register(memory.address(), memory.byteSize());
       long second = endpoint.register(memory.address(), 4096);
-      try (ExposedRegion a = endpoint.expose(memory, true, true);
-          ExposedRegion b = endpoint.expose(memory.asSlice(0, 4096), true, false)) {
+      try (ExposedRegion a = endpoint.expose(memory, RemoteAccess.READ_WRITE);
+          ExposedRegion b = endpoint.expose(memory.asSlice(0, 4096), RemoteAccess.READ)) {
         assertNotEquals(a.advertisement().remoteKey(), b.advertisement().remoteKey());
         assertEquals(0, a.advertisement().remoteAddress());
       }
@@ -104,7 +105,7 @@ class RegistrationTest {
       MemorySegment remote = loopback.arena.allocate(4096, 4096);
       MemorySegment local = loopback.arena.allocate(4096, 4096);
       local.fill((byte) 9);
-      try (ExposedRegion region = loopback.expose(remote, true, true)) {
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
         int rc =
             loopback.post(
                 true,

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.MemorySegment;
@@ -66,7 +67,7 @@ class ResetTest {
       assertFalse(loopback.initiator.removalFlushes());
       MemorySegment remote = loopback.arena.allocate(SIZE * OPS, 4096);
       MemorySegment local = loopback.arena.allocate(SIZE, 4096);
-      try (ExposedRegion region = loopback.expose(remote, true, true)) {
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
         Advertisement ad = region.advertisement();
         connect(loopback, ad);
         int posted = 0;
@@ -107,7 +108,7 @@ class ResetTest {
       remote.fill((byte) 0x5a);
       MemorySegment landing = loopback.arena.allocate(SIZE * OPS, 4096);
       landing.fill((byte) 0x11);
-      try (ExposedRegion region = loopback.expose(remote, true, true)) {
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
         Advertisement ad = region.advertisement();
         connect(loopback, ad);
         remote.fill((byte) 0x5a);

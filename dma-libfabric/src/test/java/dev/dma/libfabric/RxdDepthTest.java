@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
@@ -47,7 +48,7 @@ class RxdDepthTest {
       initiator.openSlots(window);
       MemorySegment remote = arena.allocate(2L * window * size, 4096);
       MemorySegment local = arena.allocate((long) window * size, 4096);
-      try (ExposedRegion region = target.expose(remote, true, true)) {
+      try (ExposedRegion region = target.expose(remote, RemoteAccess.READ_WRITE)) {
         Advertisement ad = region.advertisement();
         long peer = initiator.insertPeer(target.localAddress());
         FreeSlots sink = new FreeSlots(window);

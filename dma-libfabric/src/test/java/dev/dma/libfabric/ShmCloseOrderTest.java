@@ -12,6 +12,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.core.PassiveTarget;
@@ -123,7 +124,7 @@ class ShmCloseOrderTest {
       LibfabricEndpoint target = LibfabricEndpoint.open(EndpointPolicy.of("shm"), SHM);
       byte[] address = target.localAddress();
       MemorySegment remote = arena.allocate(4096, 4096);
-      ExposedRegion region = target.expose(remote, true, true);
+      ExposedRegion region = target.expose(remote, RemoteAccess.READ_WRITE);
       Advertisement ad = region.advertisement();
       long peer = initiator.insertPeer(address);
       assertFalse(ShmNames.isClosedLocal(address));
@@ -289,7 +290,7 @@ class ShmCloseOrderTest {
         initiator.openSlots(4);
         LibfabricEndpoint target = LibfabricEndpoint.open(EndpointPolicy.of("shm"), SHM);
         MemorySegment remote = arena.allocate(4096, 4096);
-        ExposedRegion region = target.expose(remote, true, true);
+        ExposedRegion region = target.expose(remote, RemoteAccess.READ_WRITE);
         long peer = initiator.insertPeer(target.localAddress());
         writeOnce(initiator, target, peer, arena, region.advertisement());
         target.close();
@@ -341,7 +342,7 @@ class ShmCloseOrderTest {
         FabricService<Operands> service = FabricService.start(SHM, completions::addAll);
         try {
           MemorySegment buffer = arena.allocate(4096, 4096);
-          Advertisement ad = target.expose(buffer, true, true).advertisement();
+          Advertisement ad = target.expose(buffer, RemoteAccess.READ_WRITE).advertisement();
           MemorySegment value = arena.allocate(4096).fill((byte) 42);
           service.submit(TransferRequest.write(7, ad, Operands.of(value)));
           Completion<Operands> done = completions.poll(30, TimeUnit.SECONDS);

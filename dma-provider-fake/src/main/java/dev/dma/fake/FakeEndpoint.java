@@ -2,6 +2,7 @@ package dev.dma.fake;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
@@ -804,7 +805,7 @@ public final class FakeEndpoint implements FabricEndpoint {
    * @throws DmaException of kind FABRIC for a heap segment or a closed endpoint
    */
   @Override
-  public ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
+  public ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
     synchronized (lock) {
       if (closed) {
         throw DmaException.fabric("fi_mr_reg: the endpoint is closed");
@@ -816,7 +817,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       long key = fabric.nextKey();
       Region region =
-          new Region(this, key, segment, script.virtualAddressing, remoteRead, remoteWrite);
+          new Region(this, key, segment, script.virtualAddressing, access);
       fabric.addRegion(region);
       exposed.add(region);
       counts.increment(Counts.EXPOSES);

@@ -1,6 +1,7 @@
 package dev.dma.fake;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.ExposedRegion;
 import java.lang.foreign.MemorySegment;
 import org.jspecify.annotations.Nullable;
@@ -21,8 +22,7 @@ final class Region implements ExposedRegion {
   final long lengthBytes;
   final MemorySegment.Scope scope;
   final boolean virtual;
-  final boolean remoteRead;
-  final boolean remoteWrite;
+  final RemoteAccess access;
   private boolean closed;
 
   Region(
@@ -30,16 +30,14 @@ final class Region implements ExposedRegion {
       long key,
       MemorySegment segment,
       boolean virtual,
-      boolean remoteRead,
-      boolean remoteWrite) {
+      RemoteAccess access) {
     this.owner = owner;
     this.key = key;
     this.base = segment.address();
     this.lengthBytes = segment.byteSize();
     this.scope = segment.scope();
     this.virtual = virtual;
-    this.remoteRead = remoteRead;
-    this.remoteWrite = remoteWrite;
+    this.access = access;
   }
 
   @Override
@@ -64,7 +62,7 @@ final class Region implements ExposedRegion {
    * is not allowed, or the range is not inside it; null when it allows it.
    */
   @Nullable String refusal(boolean write, long remoteAddress, long length) {
-    if (write ? !remoteWrite : !remoteRead) {
+    if (write ? !access.allowsWrite() : !access.allowsRead()) {
       return "the region of remote key "
           + key
           + " does not allow remote "

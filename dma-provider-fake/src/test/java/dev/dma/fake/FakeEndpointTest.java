@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Checksums;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import java.lang.foreign.Arena;
@@ -113,8 +114,8 @@ class FakeEndpointTest {
   void accessRightsAreChecked() {
     try (Pair pair = new Pair(2, 64);
         Arena arena = Arena.ofConfined()) {
-      ExposedRegion readOnly = pair.target.expose(arena.allocate(64), true, false);
-      ExposedRegion writeOnly = pair.target.expose(arena.allocate(64), false, true);
+      ExposedRegion readOnly = pair.target.expose(arena.allocate(64), RemoteAccess.READ);
+      ExposedRegion writeOnly = pair.target.expose(arena.allocate(64), RemoteAccess.WRITE);
       MemorySegment local = pair.local(8, 0);
       pair.initiator.postWrite(
           0, pair.peer, local.address(), 8, 0, 0, readOnly.advertisement().remoteKey());
@@ -350,7 +351,7 @@ class FakeEndpointTest {
       DmaException failure =
           assertThrows(
               DmaException.class,
-              () -> endpoint.expose(MemorySegment.ofArray(new byte[8]), true, true));
+              () -> endpoint.expose(MemorySegment.ofArray(new byte[8]), RemoteAccess.READ_WRITE));
       assertTrue(failure.getMessage().startsWith("fi_mr_reg: Invalid argument (-22)"));
     }
   }
@@ -359,7 +360,7 @@ class FakeEndpointTest {
   void memoryFreedWhileExposedIsAViolation() {
     try (Pair pair = new Pair(1, 64)) {
       Arena arena = Arena.ofConfined();
-      ExposedRegion region = pair.target.expose(arena.allocate(64), true, true);
+      ExposedRegion region = pair.target.expose(arena.allocate(64), RemoteAccess.READ_WRITE);
       arena.close();
       pair.initiator.postWrite(
           0, pair.peer, pair.local(8, 0).address(), 8, 0, 0, region.advertisement().remoteKey());
@@ -374,7 +375,7 @@ class FakeEndpointTest {
     try (Pair pair = new Pair(1, 64);
         Arena confined = Arena.ofConfined()) {
       MemorySegment memory = confined.allocate(64);
-      ExposedRegion region = pair.target.expose(memory, true, true);
+      ExposedRegion region = pair.target.expose(memory, RemoteAccess.READ_WRITE);
       MemorySegment source = pair.local(64, 9);
       Thread worker =
           new Thread(

@@ -1,5 +1,6 @@
 package dev.dma.fake;
 
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.ExposedRegion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -32,7 +33,7 @@ final class Pair implements AutoCloseable {
     target = fabric.openEndpoint();
     initiator.openSlots(slots);
     targetMemory = arena.allocate(targetBytes, 64);
-    region = target.expose(targetMemory, true, true);
+    region = target.expose(targetMemory, RemoteAccess.READ_WRITE);
     peer = initiator.insertPeer(target.localAddress());
     remoteBase = region.advertisement().remoteAddress();
   }

@@ -1,5 +1,6 @@
 package dev.dma.bench.jmh;
 
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
@@ -97,7 +98,7 @@ public final class NullEndpoint implements FabricEndpoint {
   }
 
   @Override
-  public ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
+  public ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
     throw new UnsupportedOperationException();
   }
 

@@ -2,6 +2,7 @@ package dev.dma.bench.jmh;
 
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.bench.ClosedLoop;
 import dev.dma.core.FabricService;
 import dev.dma.core.MemoryRegion;
@@ -96,7 +97,7 @@ public class SubmitToCompletionBenchmark {
     arena = Arena.ofShared();
     target = PassiveTarget.start(configuration, provider, Duration.ofMillis(1));
     MemorySegment remote = arena.allocate(4096, 4096);
-    exposed = target.expose(remote, true, true);
+    exposed = target.expose(remote, RemoteAccess.READ_WRITE);
     loop = new ClosedLoop(window);
     OpenTelemetry otel = OpenTelemetry.noop();
     if (telemetry.equals("sdk")) {

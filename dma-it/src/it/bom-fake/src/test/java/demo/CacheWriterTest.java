@@ -11,6 +11,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.Operands;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.fake.FakeEndpoint;
@@ -31,7 +32,7 @@ class CacheWriterTest {
         Arena arena = Arena.ofShared()) {
       FakeEndpoint client = fabric.openEndpoint();
       MemorySegment clientMemory = arena.allocate(4096);
-      Advertisement ad = client.expose(clientMemory, true, true).advertisement();
+      Advertisement ad = client.expose(clientMemory, RemoteAccess.READ_WRITE).advertisement();
       fabric.script().againTimes(3).failOp(OpMatcher.nth(1), 13, -13, "denied by the test");
 
       LinkedBlockingQueue<Completion<Operands>> done = new LinkedBlockingQueue<>();

@@ -12,6 +12,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
@@ -46,7 +47,7 @@ class ProviderChoiceTest {
         FabricService<Operands> server = FabricService.start(unnamed, done::addAll)) {
       assertEquals("tcp", server.providerName());
       MemorySegment clientBuffer = arena.allocate(4096);
-      Advertisement ad = client.expose(clientBuffer, true, true).advertisement();
+      Advertisement ad = client.expose(clientBuffer, RemoteAccess.READ_WRITE).advertisement();
       MemorySegment value = arena.allocate(4096).fill((byte) 9);
       assertTrue(server.submit(TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C)));
       assertEquals(Checksums.crc32c(value), done.poll(30, TimeUnit.SECONDS).outcome().done().checksum().orElseThrow());

@@ -10,6 +10,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.Operands;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.core.PassiveTarget;
@@ -30,7 +31,7 @@ class LoopbackTest {
         PassiveTarget client = PassiveTarget.start(configuration);
         FabricService<Operands> server = FabricService.start(configuration, done::addAll)) {
       MemorySegment clientBuffer = arena.allocate(1 << 20);
-      Advertisement ad = client.expose(clientBuffer, true, true).advertisement();
+      Advertisement ad = client.expose(clientBuffer, RemoteAccess.READ_WRITE).advertisement();
       MemorySegment value = arena.allocate(1 << 20);
       for (long i = 0; i < value.byteSize(); i++) {
         value.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 13));

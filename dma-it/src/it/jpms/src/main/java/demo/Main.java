@@ -8,6 +8,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
@@ -40,7 +41,7 @@ public final class Main {
         PassiveTarget client = PassiveTarget.start(configuration);
         FabricService<Operands> server = FabricService.start(configuration, done::addAll)) {
       MemorySegment clientBuffer = arena.allocate(65536);
-      Advertisement ad = client.expose(clientBuffer, true, true).advertisement();
+      Advertisement ad = client.expose(clientBuffer, RemoteAccess.READ_WRITE).advertisement();
       MemorySegment value = arena.allocate(65536);
       value.fill((byte) 0x3c);
       server.submit(TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C));

@@ -1,6 +1,7 @@
 package dev.dma.provider.efa;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
@@ -227,9 +228,9 @@ public final class EfaEndpoint implements FabricEndpoint {
    *     write, libfabric 2.5 and newer) and {@code ENOMEM} with advice
    */
   @Override
-  public ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
+  public ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
     try {
-      return delegate.expose(segment, remoteRead, remoteWrite);
+      return delegate.expose(segment, access);
     } catch (DmaException failed) {
       throw advised(failed);
     }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import dev.dma.spi.CompletionSink;
@@ -32,7 +33,7 @@ class EfaEndpointTest {
     fabric.script().likeEfaDirect();
     arena = Arena.ofShared();
     target = fabric.openEndpoint();
-    region = target.expose(arena.allocate(4096, 4096), true, true);
+    region = target.expose(arena.allocate(4096, 4096), RemoteAccess.READ_WRITE);
     local = arena.allocate(4096, 4096);
   }
 

@@ -9,6 +9,7 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.PassiveTarget;
@@ -51,7 +52,7 @@ class EfaHardwareGroupTest {
       MemorySegment remote = arena.allocate((long) size * count, 4096);
       MemorySegment local = arena.allocate((long) size * count, 4096);
       Patterns.fill(local, 99);
-      Advertisement ad = target.expose(remote, true, true).advertisement();
+      Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
       group.addPeer(1, ad.address());
       for (int i = 0; i < count; i++) {
         Advertisement at =

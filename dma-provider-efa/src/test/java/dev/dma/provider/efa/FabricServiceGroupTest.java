@@ -10,6 +10,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.MemoryRegion;
@@ -128,7 +129,7 @@ class FabricServiceGroupTest {
         Patterns.fill(local, 42);
         try (MemoryRegion pinned = group.register(local)) {
           assertEquals(local.byteSize(), pinned.lengthBytes());
-          Advertisement ad = target.expose(remote, true, true).advertisement();
+          Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
           // Hold device 0's completions: it stays loaded, so every pick goes to device 1.
           network.script().holdCompletions();
           assertTrue(group.services().get(0).submit(write(ad, local, 0, size)));

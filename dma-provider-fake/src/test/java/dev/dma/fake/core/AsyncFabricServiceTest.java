@@ -14,6 +14,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.AsyncFabricService;
 import dev.dma.core.internal.FabricWorker;
@@ -45,7 +46,7 @@ class AsyncFabricServiceTest {
     arena = Arena.ofShared();
     target = fabric.openEndpoint();
     remote = arena.allocate(4096);
-    ad = target.expose(remote, true, true).advertisement();
+    ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
   }
 
   @AfterEach

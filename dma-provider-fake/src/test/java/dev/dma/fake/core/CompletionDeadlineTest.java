@@ -14,6 +14,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.DmaException.Reason;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.fake.FakeEndpoint;
@@ -69,8 +70,8 @@ class CompletionDeadlineTest {
     arena = Arena.ofShared();
     stuckMemory = arena.allocate(1 << 16);
     liveMemory = arena.allocate(1 << 16);
-    stuckAd = stuck.expose(stuckMemory, true, true).advertisement();
-    liveAd = live.expose(liveMemory, true, true).advertisement();
+    stuckAd = stuck.expose(stuckMemory, RemoteAccess.READ_WRITE).advertisement();
+    liveAd = live.expose(liveMemory, RemoteAccess.READ_WRITE).advertisement();
   }
 
   @AfterEach

@@ -9,6 +9,7 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.fake.FakeEndpoint;
@@ -69,10 +70,10 @@ class ExactlyOnceStressTest {
       for (int s = 0; s < SLICES; s++) {
         patternCrc[s] = Checksums.crc32c(remote.asSlice((long) (SLICES + s) * SLICE, SLICE));
       }
-      Advertisement ad = target.expose(remote, true, true).advertisement();
+      Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
       FakeEndpoint silent = fabric.openEndpoint();
       MemorySegment silentMemory = arena.allocate(SLICE);
-      Advertisement silentAd = silent.expose(silentMemory, true, true).advertisement();
+      Advertisement silentAd = silent.expose(silentMemory, RemoteAccess.READ_WRITE).advertisement();
       byte[] silentAddress = silent.localAddress();
       MemorySegment sources = arena.allocate((long) SLICE * SLICES);
       for (long i = 0; i < sources.byteSize(); i++) {

@@ -17,6 +17,7 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
@@ -62,7 +63,7 @@ class FabricWorkerTest {
     target = fabric.openEndpoint();
     arena = Arena.ofShared();
     remote = arena.allocate(1 << 20);
-    ad = target.expose(remote, true, true).advertisement();
+    ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
   }
 
   @AfterEach

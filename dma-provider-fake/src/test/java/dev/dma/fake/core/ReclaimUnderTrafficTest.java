@@ -10,6 +10,7 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.fake.FakeEndpoint;
@@ -41,7 +42,7 @@ class ReclaimUnderTrafficTest {
       fabric.script().requireLocalRegistration(true).holdCompletions(op -> op.index() % 7 == 0);
       FakeEndpoint target = fabric.openEndpoint();
       MemorySegment remote = arena.allocate(SPAN_BYTES);
-      Advertisement ad = target.expose(remote, true, true).advertisement();
+      Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
       MemorySegment pool = arena.allocate((long) SPANS * SPAN_BYTES, 4096);
       for (long i = 0; i < pool.byteSize(); i++) {
         pool.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 3));

@@ -7,6 +7,7 @@ import com.sun.management.ThreadMXBean;
 import dev.dma.api.Advertisement;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.core.internal.Telemetry;
@@ -43,7 +44,7 @@ class WorkerAllocationTest {
     try (FakeFabric fabric = FakeFabric.create("allocation");
         Arena arena = Arena.ofShared()) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       DmaConfiguration configuration =
           DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
       Semaphore window = new Semaphore(64);

@@ -11,6 +11,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.core.internal.FabricWorker;
@@ -84,7 +85,7 @@ class WorkerFailureTest {
     try (FakeFabric fabric = FakeFabric.create("outrun");
         Arena arena = Arena.ofShared()) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       AtomicInteger spurious = new AtomicInteger();
       // Every completion is reported twice: the second names a slot that holds nothing any more.
       FabricProvider provider =
@@ -134,7 +135,7 @@ class WorkerFailureTest {
     try (FakeFabric fabric = FakeFabric.create("killed");
         Arena arena = Arena.ofShared()) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), true, true).advertisement();
+      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       AtomicBoolean kill = new AtomicBoolean();
       FabricProvider provider =
           wrapping(

@@ -1,5 +1,6 @@
 package dev.dma.provider.tcp;
 
+import dev.dma.api.RemoteAccess;
 import dev.dma.libfabric.Loopback;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -120,7 +121,7 @@ class TcpProviderTest {
       long max = sizes[sizes.length - 1];
       MemorySegment remote = loopback.arena.allocate(max, 4096);
       MemorySegment local = loopback.arena.allocate(max, 4096);
-      try (ExposedRegion region = loopback.expose(remote, true, true)) {
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
         Advertisement ad = region.advertisement();
         assertEquals(0, ad.remoteAddress(), "tcp addresses by offset");
         long seed = 11;
@@ -182,7 +183,7 @@ class TcpProviderTest {
       MemorySegment remote = loopback.arena.allocate(window * 4096L, 4096);
       MemorySegment local = loopback.arena.allocate(window * 4096L, 4096);
       Loopback.fill(local, 5);
-      try (ExposedRegion region = loopback.expose(remote, true, true)) {
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
         long key = region.advertisement().remoteKey();
         FreeSlots slots = new FreeSlots(window);
         int posted = 0;
@@ -259,7 +260,7 @@ class TcpProviderTest {
     try (Loopback loopback = new Loopback(opener())) {
       MemorySegment remote = loopback.arena.allocate(1 << 20, 4096);
       MemorySegment local = loopback.arena.allocate(1 << 20, 4096);
-      ExposedRegion region = loopback.expose(remote, true, true);
+      ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE);
       long key = region.advertisement().remoteKey();
       loopback.transfer(true, local.asSlice(0, 64), 0, key);
       int posted = 0;
@@ -296,9 +297,9 @@ class TcpProviderTest {
   void badRemoteAccessFailsThatOperationWithAnErrorCompletion(BadAccess bad) {
     try (Loopback loopback = new Loopback(opener())) {
       MemorySegment local = loopback.arena.allocate(4096, 4096);
-      try (ExposedRegion good = loopback.expose(loopback.arena.allocate(4096, 4096), true, true);
+      try (ExposedRegion good = loopback.expose(loopback.arena.allocate(4096, 4096), RemoteAccess.READ_WRITE);
           ExposedRegion readOnly =
-              loopback.expose(loopback.arena.allocate(4096, 4096), true, false)) {
+              loopback.expose(loopback.arena.allocate(4096, 4096), RemoteAccess.READ)) {
         Advertisement ad = good.advertisement();
         loopback.transfer(true, local.asSlice(0, 64), 0, ad.remoteKey());
         long address = 0;
@@ -321,7 +322,7 @@ class TcpProviderTest {
         try (FabricEndpoint other = opener().get()) {
           MemorySegment otherMemory = loopback.arena.allocate(4096, 4096);
           local.fill((byte) 0x3c);
-          try (ExposedRegion region = other.expose(otherMemory, true, true)) {
+          try (ExposedRegion region = other.expose(otherMemory, RemoteAccess.READ_WRITE)) {
             long otherPeer = loopback.initiator.insertPeer(other.localAddress());
             long deadline = System.nanoTime() + Loopback.DEADLINE_NS;
             int rc;

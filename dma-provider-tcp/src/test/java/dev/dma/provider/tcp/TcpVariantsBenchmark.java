@@ -2,6 +2,7 @@ package dev.dma.provider.tcp;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.RemoteAccess;
 import dev.dma.libfabric.EndpointPolicy;
 import dev.dma.libfabric.LibfabricEndpoint;
 import dev.dma.spi.CompletionSink;
@@ -119,7 +120,7 @@ public final class TcpVariantsBenchmark {
           long peer = initiator.insertPeer(target.localAddress());
           MemorySegment local = arena.allocate(64 << 10, 4096);
           MemorySegment remote = arena.allocate(64 << 10, 4096);
-          try (ExposedRegion region = target.expose(remote, true, true)) {
+          try (ExposedRegion region = target.expose(remote, RemoteAccess.READ_WRITE)) {
             Advertisement ad = region.advertisement();
             run(initiator, target, peer, local, ad, 64, 1, 20_000); // warm-up and connect
             long latencyOps = 50_000;

@@ -1,6 +1,7 @@
 package dev.dma.core.internal.regions;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
@@ -253,7 +254,7 @@ public final class RecordingEndpoint implements FabricEndpoint {
   }
 
   @Override
-  public ExposedRegion expose(MemorySegment segment, boolean remoteRead, boolean remoteWrite) {
+  public ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
     throw new UnsupportedOperationException();
   }
 
