@@ -9,6 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The peers of one {@link LibfabricEndpoint}: which {@code fi_addr} handles are live (between
@@ -152,7 +153,7 @@ final class AddressVector {
    */
   long insert(byte[] address) {
     validate(address);
-    ShmNames.Local local =
+    ShmNames.@Nullable Local local =
         objects.facts.addrFormat() == Abi.FI_ADDR_STR
             ? ShmNames.local(ShmNames.nameOf(address))
             : null;

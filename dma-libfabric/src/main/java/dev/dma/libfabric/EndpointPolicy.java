@@ -1,7 +1,7 @@
 package dev.dma.libfabric;
 
 import dev.dma.libfabric.internal.Abi;
-import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a provider module decides about the endpoints it opens; {@link LibfabricEndpoint} itself has
@@ -11,22 +11,22 @@ import java.util.Optional;
  *     hints, for example {@code tcp;ofi_rxm}, {@code net}, {@code shm}, {@code efa}); an entry
  *     whose returned name equals it exactly is preferred over layered variants ({@code
  *     net;ofi_rxm})
- * @param fabricName the fabric to pin ({@code fabric_attr.name}), or empty for any
+ * @param fabricName the fabric to pin ({@code fabric_attr.name}), or {@code null} for any
  * @param hintMode the hint mode bits the application offers, for example {@code FI_CONTEXT2} for
  *     efa-direct; 0 for most. {@code FI_CONTEXT} and {@code FI_CONTEXT2} are always honoured (every
  *     operation's context is a 64-byte slot); offer no other bits
  * @param hintMrMode the {@code mr_mode} bits offered; the provider returns the subset it requires
  * @param defaultSourceNode the source node used with {@code FI_SOURCE} when the configuration sets
- *     no {@code bind}; empty for none
+ *     no {@code bind}, or {@code null} for none
  * @param identityLength how many leading address bytes name a peer's endpoint slot for {@link
  *     dev.dma.spi.FabricEndpoint#peerIdentity}; 0 for every byte (EFA uses 18: GID and QPN)
  */
 public record EndpointPolicy(
     String providerName,
-    Optional<String> fabricName,
+    @Nullable String fabricName,
     long hintMode,
     int hintMrMode,
-    Optional<String> defaultSourceNode,
+    @Nullable String defaultSourceNode,
     int identityLength) {
 
   /**
@@ -47,13 +47,10 @@ public record EndpointPolicy(
     if (providerName == null || providerName.isBlank() || providerName.indexOf('\0') >= 0) {
       throw new IllegalArgumentException("invalid provider name");
     }
-    fabricName = fabricName == null ? Optional.empty() : fabricName;
-    if (fabricName.isPresent()
-        && (fabricName.get().isBlank() || fabricName.get().indexOf('\0') >= 0)) {
+    if (fabricName != null && (fabricName.isBlank() || fabricName.indexOf('\0') >= 0)) {
       throw new IllegalArgumentException("invalid fabric name");
     }
-    defaultSourceNode = defaultSourceNode == null ? Optional.empty() : defaultSourceNode;
-    if (defaultSourceNode.isPresent() && defaultSourceNode.get().indexOf('\0') >= 0) {
+    if (defaultSourceNode != null && defaultSourceNode.indexOf('\0') >= 0) {
       throw new IllegalArgumentException("invalid source node");
     }
     if (identityLength < 0) {
@@ -71,7 +68,7 @@ public record EndpointPolicy(
    */
   public static EndpointPolicy of(String providerName) {
     return new EndpointPolicy(
-        providerName, Optional.empty(), 0, DEFAULT_HINT_MR_MODE, Optional.empty(), 0);
+        providerName, null, 0, DEFAULT_HINT_MR_MODE, null, 0);
   }
 
   /**
@@ -80,10 +77,10 @@ public record EndpointPolicy(
    * @param name the fabric name, or null for any
    * @return the new policy
    */
-  public EndpointPolicy withFabricName(String name) {
+  public EndpointPolicy withFabricName(@Nullable String name) {
     return new EndpointPolicy(
         providerName,
-        Optional.ofNullable(name),
+        name,
         hintMode,
         hintMrMode,
         defaultSourceNode,
@@ -107,9 +104,9 @@ public record EndpointPolicy(
    * @param node the node, or null for none
    * @return the new policy
    */
-  public EndpointPolicy withDefaultSourceNode(String node) {
+  public EndpointPolicy withDefaultSourceNode(@Nullable String node) {
     return new EndpointPolicy(
-        providerName, fabricName, hintMode, hintMrMode, Optional.ofNullable(node), identityLength);
+        providerName, fabricName, hintMode, hintMrMode, node, identityLength);
   }
 
   /**

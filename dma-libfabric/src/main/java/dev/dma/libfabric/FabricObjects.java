@@ -9,6 +9,7 @@ import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.Native;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The libfabric objects of one {@link LibfabricEndpoint}, from the duplicated {@code fi_info} down
@@ -28,7 +29,7 @@ import java.lang.foreign.MemorySegment;
  * </ul>
  *
  * <p>Only the endpoint's owner thread calls it. The handles and function pointers are plain fields,
- * 0 or null until opened, read directly by the endpoint's data path: the JIT loads them as it would
+ * 0 or {@code MemorySegment.NULL} until opened, read directly by the endpoint's data path: the JIT loads them as it would
  * the endpoint's own fields. They change only in {@link #open}, {@link #openTransport} and the
  * closes, all on the owner thread. Memory it allocates (out-parameters, attributes, the endpoint
  * name) comes from the endpoint's arena, which the endpoint closes after {@link #closeDomain()}.
@@ -55,26 +56,26 @@ final class FabricObjects {
   long ep;
 
   // Function pointers, read once from the ops tables (again by openTransport() after a reset).
-  MemorySegment fnWritemsg;
-  MemorySegment fnRead;
-  MemorySegment fnCqRead;
-  MemorySegment fnCqReaderr;
-  MemorySegment fnCqStrerror;
-  MemorySegment fnAvInsert;
-  MemorySegment fnAvRemove;
-  MemorySegment fnMrReg;
+  MemorySegment fnWritemsg = MemorySegment.NULL;
+  MemorySegment fnRead = MemorySegment.NULL;
+  MemorySegment fnCqRead = MemorySegment.NULL;
+  MemorySegment fnCqReaderr = MemorySegment.NULL;
+  MemorySegment fnCqStrerror = MemorySegment.NULL;
+  MemorySegment fnAvInsert = MemorySegment.NULL;
+  MemorySegment fnAvRemove = MemorySegment.NULL;
+  MemorySegment fnMrReg = MemorySegment.NULL;
 
   /**
    * What libfabric returned for the chosen entry. Until it is read back: empty names and zero bits,
    * which is what an endpoint that failed to open describes itself with.
    */
-  InfoFacts facts = new InfoFacts(null, null, null, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  InfoFacts facts = new InfoFacts("", "", "", 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
   /** The endpoint's name ({@code fi_getname}); a reset changes it (tcp binds a new port). */
   byte[] localAddress = new byte[0];
 
   // For shm: this endpoint's own record, marked closed just before fi_close(ep).
-  private ShmNames.Local shmSelf;
+  private ShmNames.@Nullable Local shmSelf;
 
   /**
    * Creates the objects, none open yet.
@@ -98,9 +99,7 @@ final class FabricObjects {
    */
   void open(DmaConfiguration configuration) {
     String node =
-        configuration.bind() != null
-            ? configuration.bind()
-            : policy.defaultSourceNode().orElse(null);
+        configuration.bind() != null ? configuration.bind() : policy.defaultSourceNode();
     if (SHM.equals(policy.providerName()) && node != null) {
       // shm names the endpoint after a source node instead of the pid (fi_shm://127.0.0.1:0:0),
       // so two processes binding the same address collide with EBUSY. Its names are local to

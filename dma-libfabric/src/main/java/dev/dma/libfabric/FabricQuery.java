@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code fi_getinfo} query every libfabric endpoint is opened from (SEED-SPEC 5.1), and the
@@ -40,7 +41,7 @@ final class FabricQuery {
    * @return the list, not 0
    * @throws DmaException of kind FABRIC when the query fails or matches nothing
    */
-  static long query(EndpointPolicy policy, String sourceNode) {
+  static long query(EndpointPolicy policy, @Nullable String sourceNode) {
     long hints = Native.dupinfo(0);
     if (hints == 0) {
       throw DmaException.fabric("fi_allocinfo failed");
@@ -58,9 +59,9 @@ final class FabricQuery {
       // fi_freeinfo free()s every string it finds in the hints, so they must come from malloc.
       Native.MEMORY.set(
           JAVA_LONG, fabricAttr + Abi.FABRIC_ATTR_PROV_NAME, Native.strdup(policy.providerName()));
-      if (policy.fabricName().isPresent()) {
-        Native.MEMORY.set(
-            JAVA_LONG, fabricAttr + Abi.FABRIC_ATTR_NAME, Native.strdup(policy.fabricName().get()));
+      String fabricName = policy.fabricName();
+      if (fabricName != null) {
+        Native.MEMORY.set(JAVA_LONG, fabricAttr + Abi.FABRIC_ATTR_NAME, Native.strdup(fabricName));
       }
       long node = sourceNode == null ? 0 : arena.allocateFrom(sourceNode).address();
       MemorySegment out = arena.allocate(JAVA_LONG);
@@ -132,7 +133,7 @@ final class FabricQuery {
   }
 
   /** {@code domain_attr->name} of an entry, or null. */
-  private static String domainName(long entry) {
+  private static @Nullable String domainName(long entry) {
     long domainAttr = Native.word(entry + Abi.INFO_DOMAIN_ATTR);
     return domainAttr == 0 ? null : Native.string(Native.word(domainAttr + Abi.DOMAIN_ATTR_NAME));
   }
@@ -143,7 +144,7 @@ final class FabricQuery {
    * @param entry an {@code fi_info} entry
    * @return the name, or null
    */
-  static String providerName(long entry) {
+  static @Nullable String providerName(long entry) {
     long fabricAttr = Native.word(entry + Abi.INFO_FABRIC_ATTR);
     return fabricAttr == 0
         ? null

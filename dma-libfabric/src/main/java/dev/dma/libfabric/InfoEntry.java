@@ -67,7 +67,9 @@ public final class InfoEntry implements AutoCloseable {
     try {
       hints.caps(HINT_CAPS).mode(policy.hintMode()).endpointType(Abi.FI_EP_RDM);
       hints.mrMode(policy.hintMrMode()).providerName(policy.providerName());
-      policy.fabricName().ifPresent(hints::fabricName);
+      if (policy.fabricName() != null) {
+        hints.fabricName(policy.fabricName());
+      }
       return hints;
     } catch (RuntimeException | Error failed) {
       hints.close();

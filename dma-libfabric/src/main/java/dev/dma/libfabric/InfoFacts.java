@@ -3,6 +3,8 @@ package dev.dma.libfabric;
 import dev.dma.api.DmaException;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.Native;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The facts of one {@code fi_info} entry that an endpoint decides on, read with the offsets of
@@ -95,7 +97,7 @@ public record InfoFacts(
     var info = endpoint.describe();
     return new InfoFacts(
         info.provider(),
-        endpoint.policy().fabricName().orElse(""),
+        Objects.requireNonNullElse(endpoint.policy().fabricName(), ""),
         endpoint.domainName(),
         info.caps(),
         endpoint.mode(),
@@ -176,7 +178,7 @@ public record InfoFacts(
    *
    * @return the reason, or null when supported
    */
-  public String unsupportedReason() {
+  public @Nullable String unsupportedReason() {
     if ((mrMode & (Abi.MR_RAW | Abi.MR_ENDPOINT)) != 0) {
       return "provider "
           + providerName

@@ -15,6 +15,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One libfabric RDM endpoint with its own fabric, domain, address vector and completion queue: the
@@ -97,7 +98,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   private int errorSlot;
   private int errorErrno;
   private int errorProviderErrno;
-  private String errorMessage;
+  private String errorMessage = "";
 
   /** Entries whose op_context named no slot (shm reports some errors with a NULL context). */
   private long orphanCompletions;
@@ -677,7 +678,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
   }
 
-  private void enqueue(int slot, int errno, int providerErrno, String message) {
+  private void enqueue(int slot, int errno, int providerErrno, @Nullable String message) {
     int tail = queueHead + queueSize;
     if (tail >= queuedSlot.length) {
       tail -= queuedSlot.length;

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The shm endpoint names of this process, and what crashed processes left in {@code /dev/shm}.
@@ -70,7 +71,7 @@ public final class ShmNames {
    * @param address the address bytes, NUL-terminated
    * @return the name, for example {@code fi_shm://4242:0:1}, or null
    */
-  static String nameOf(byte[] address) {
+  static @Nullable String nameOf(byte[] address) {
     int end = 0;
     while (end < address.length && address[end] != 0) {
       end++;
@@ -90,7 +91,7 @@ public final class ShmNames {
    * The record of an shm endpoint this process opened (open or closed), or null when the name is
    * not one of this process's.
    */
-  static Local local(String name) {
+  static @Nullable Local local(@Nullable String name) {
     return name == null ? null : LOCAL.get(name);
   }
 
@@ -165,7 +166,7 @@ public final class ShmNames {
    * @param dir normally {@link #DEV_SHM}
    * @return the text, naming the count, the pids and the exact command to clean up
    */
-  public static String leftoverWarning(Path dir) {
+  public static @Nullable String leftoverWarning(Path dir) {
     List<Leftover> leftovers = leftovers(dir);
     if (leftovers.isEmpty()) {
       return null;

@@ -12,4 +12,7 @@
  * kills the JVM (Debian's psm/infinipath), and shm's first endpoint unlinks its shared memory on
  * the JVM's next deliberate SIGSEGV.
  */
+@NullMarked
 package dev.dma.libfabric;
+
+import org.jspecify.annotations.NullMarked;

@@ -375,7 +375,7 @@ public final class EfaEndpoint implements FabricEndpoint {
     try {
       return delegate.reap(this.sink, max);
     } finally {
-      this.sink.target = null;
+      this.sink.target = AdvisingSink.NOWHERE;
     }
   }
 
@@ -404,7 +404,21 @@ public final class EfaEndpoint implements FabricEndpoint {
 
   /** One preallocated sink per endpoint, so reaping allocates nothing. Owner thread only. */
   private final class AdvisingSink implements CompletionSink {
-    CompletionSink target;
+    /** The target outside a reap, so a stray call fails loudly rather than reaching a stale sink. */
+    static final CompletionSink NOWHERE =
+        new CompletionSink() {
+          @Override
+          public void completed(int slot) {
+            throw new IllegalStateException("completion outside reap");
+          }
+
+          @Override
+          public void failed(int slot, int errno, int providerErrno, String message) {
+            throw new IllegalStateException("completion outside reap");
+          }
+        };
+
+    CompletionSink target = NOWHERE;
 
     @Override
     public void completed(int slot) {

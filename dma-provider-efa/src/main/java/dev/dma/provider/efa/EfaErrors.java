@@ -1,5 +1,7 @@
 package dev.dma.provider.efa;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What an EFA completion error means for the user: the provider status codes of {@code
  * prov/efa/src/efa_errno.h} (EFA.md section 4) turned into a sentence that says what to do. The
@@ -144,7 +146,7 @@ public final class EfaErrors {
    * @param providerErrno the provider's status code
    * @return the category and advice, for example {@code "not connected: ..."}, or null
    */
-  public static String advice(int errno, int providerErrno) {
+  public static @Nullable String advice(int errno, int providerErrno) {
     switch (providerErrno) {
       case FLUSHED_STATUS:
         return FLUSHED_ADVICE;

@@ -8,6 +8,7 @@ import dev.dma.libfabric.LibfabricEndpoint;
 import dev.dma.spi.Availability;
 import java.util.List;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The two fabrics of libfabric's {@code efa} provider, and what dma asks of each (EFA.md sections 1
@@ -67,7 +68,7 @@ public enum EfaFabric {
   private final long hintMode;
   private final int requiredMrMode;
   private final int minimumVersion;
-  private volatile Availability availability;
+  private volatile @Nullable Availability availability;
 
   EfaFabric(
       String configuredName,

@@ -15,4 +15,7 @@
  * dev.dma.core.FabricServiceGroup}, every device's address) <em>before</em> it advertises
  * its memory. The {@code efa} fabric handshakes instead, so the rule does not bind there.
  */
+@NullMarked
 package dev.dma.provider.efa;
+
+import org.jspecify.annotations.NullMarked;
