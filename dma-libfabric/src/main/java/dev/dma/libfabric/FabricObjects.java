@@ -29,8 +29,8 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <p>Only the endpoint's owner thread calls it. The handles and function pointers are plain fields,
- * 0 or {@code MemorySegment.NULL} until opened, read directly by the endpoint's data path: the JIT loads them as it would
- * the endpoint's own fields. They change only in {@link #open}, {@link #openTransport} and the
+ * 0 or {@code MemorySegment.NULL} until opened, read directly by the endpoint's data path: the JIT
+ * loads them as it would the endpoint's own fields. They change only in {@link #open}, {@link #openTransport} and the
  * closes, all on the owner thread. Memory it allocates (out-parameters, attributes, the endpoint
  * name) comes from the endpoint's arena, which the endpoint closes after {@link #closeDomain()}.
  */
