@@ -1,7 +1,6 @@
 package dev.dma.core.internal;
 
 import dev.dma.api.BatchCompleter;
-import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaException;
@@ -17,8 +16,6 @@ import dev.dma.core.internal.regions.LocalRegions;
 import dev.dma.core.internal.regions.Registration;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.FabricEndpoint;
-import io.opentelemetry.api.trace.Span;
-import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.context.Context;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
@@ -101,7 +98,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final PeerTable peers;
   private final WorkerChannel channel;
   private final BatchCompleter<T> completer;
-  private final ChecksumPool pool;
   private final AtomicLong outstanding;
   private final NanoClock ticker;
   private final long progressDeadlineNs;
@@ -124,7 +120,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final Backoff backoff;
   private boolean closeTimedOut;
   private final RateLimitedLog warnings = new RateLimitedLog(LOG);
-  private final Telemetry telemetry;
+  private final WorkerTelemetry telemetry;
 
   private final int cap;
   private final Op<T>[] slots;
@@ -144,7 +140,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final List<Completion<T>> completions = new ArrayList<>();
   // Reaped ops wanting a checksum: their CRC and completion run on the pool so hashing never
   // stalls posting and reaping. The rest complete inline.
-  private List<Checksummed<T>> crcBatch = new ArrayList<>();
+  private final ChecksumBatch<T> checksums;
   private int drainSpins;
   private TransferDone lastDone;
 
@@ -183,12 +179,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       Consumer<byte[]> addressChanged,
       Telemetry telemetry) {
     this.endpoint = endpoint;
-    this.telemetry = telemetry;
+    this.telemetry = new WorkerTelemetry(telemetry);
     this.regions = regions;
     this.peers = peers;
     this.channel = channel;
     this.completer = completer;
-    this.pool = pool;
+    this.checksums = new ChecksumBatch<>(pool, completer, this.telemetry);
     this.outstanding = outstanding;
     this.ticker = ticker;
     this.progressDeadlineNs = progressDeadline.toNanos();
@@ -215,16 +211,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
     this.freeSlotCount = cap;
     endpoint.openSlots(cap);
-    // Gauges read the worker's plain fields from the collection thread: a stale value is
-    // acceptable for a gauge, and int reads never tear.
-    telemetry.gauge("dma.in_flight", "Operations posted and not yet reaped", "", () -> inFlight);
-    telemetry.gauge("dma.pending", "Operations queued and not yet posted", "", () -> pendingCount);
-    telemetry.gauge("dma.peers", "Entries in the address vector", "", peers::entries);
-    telemetry.observedCounter("dma.region_cache.hits", "Registration-cache hits", regions::hits);
-    telemetry.observedCounter("dma.region_cache.misses", "Registration-cache misses", regions::misses);
-    telemetry.observedCounter(
-        "dma.region_cache.evictions", "Registrations evicted for the pinned-bytes bound", regions::evictions);
-    telemetry.gauge("dma.region_cache.pinned_bytes", "Bytes pinned by local registrations", "By", regions::pinnedBytes);
+    this.telemetry.registerGauges(() -> inFlight, () -> pendingCount, peers, regions);
   }
 
   /** The pending-queue length as of the last pass, for the gauge. */
@@ -325,21 +312,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       pendingCount = pending.size();
       if (telemetry.tracePasses && (posted > 0 || reapedAny)) {
         // Emitted only when something moved; a debug aid the user opts into.
-        telemetry
-            .tracer
-            .spanBuilder("dma.worker_pass")
-            .setNoParent()
-            .setAttribute("dma.in_flight", inFlight)
-            .setAttribute("dma.posted", posted)
-            .setAttribute("dma.reaped", reaped)
-            .setAttribute("dma.pending", pendingCount)
-            .startSpan()
-            .end();
+        telemetry.pass(inFlight, posted, reaped, pendingCount);
       }
 
       boolean idle = pending.isEmpty() && inFlight == 0;
-      if (shouldFlushChecksums(crcBatch.size(), posted, reapedAny, idle)) {
-        flushChecksums();
+      if (shouldFlushChecksums(checksums.size(), posted, reapedAny, idle)) {
+        checksums.flush();
       }
 
       if (!completions.isEmpty()) {
@@ -413,9 +391,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         op.expired = true;
         expiredInFlight++;
         expiredNow = true;
-        if (telemetry.metrics) {
-          telemetry.completionDeadlineFailures.add(1, telemetry.device);
-        }
+        telemetry.completionDeadlinePassed();
         long clientId = op.client.id;
         if (deadPeers.get(clientId) == null) {
           markDead(clientId, completionDeadlineText);
@@ -496,9 +472,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
           "the endpoint could not be reset after " + why + ": " + cannot, cannot);
     }
     expiredInFlight = 0;
-    if (telemetry.metrics) {
-      telemetry.endpointResets.add(1, telemetry.device);
-    }
+    telemetry.endpointReset();
     int retried = 0;
     int failed = 0;
     ArrayDeque<Op<T>> again = new ArrayDeque<>();
@@ -518,8 +492,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         finishReaped(op, dead);
         failed++;
       } else if (op.retries < MAX_RETRIES) {
-        op.retries++;
-        endSpansForRetry(op, "endpoint reset");
+        retry(op, "endpoint reset");
         again.addLast(op);
         retried++;
       } else {
@@ -565,19 +538,13 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
             + " peers inserted again");
   }
 
-  /** Ends the spans of an op whose post is being abandoned and retried. */
-  private void endSpansForRetry(Op<T> op, String why) {
-    if (op.await != null) {
-      op.await.end();
-      op.await = null;
-    }
-    if (op.wire != null) {
-      op.wire.setStatus(StatusCode.ERROR, why + "; posted again");
-      op.wire.end();
-      op.wire = null;
+  /** Counts a retry of an op whose post is being abandoned; the caller queues it again. */
+  private void retry(Op<T> op, String why) {
+    op.retries++;
+    if (telemetry.tracing) {
+      telemetry.retried(op.trace, why);
     }
   }
-
 
   /** Drains the channel without blocking; returns whether it is closed and drained. */
   private boolean intake() {
@@ -670,7 +637,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.stalled = false;
     op.expired = false;
     op.retries = 0;
-    op.parent = parent;
+    op.trace.parent = parent;
     op.client = clientFor(request.clientId());
     op.client.outstanding++;
     pending.addLast(op);
@@ -689,7 +656,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /** Completes a transfer that never became an op (nothing was counted for a client yet). */
   private void refuseAtIntake(T context, DmaException error) {
     releaseOutstanding();
-    countFailure(error);
+    telemetry.refused(error);
     completions.add(new Completion<>(context, Outcome.failed(error)));
   }
 
@@ -763,9 +730,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       op.stalled = true;
       op.stalledSinceNs = now;
     }
-    if (telemetry.metrics) {
-      telemetry.stalls.add(1, telemetry.device);
-    }
+    telemetry.stalled();
     // Also while closing: a connection still being set up answers -FI_EAGAIN too, so a stalled op
     // keeps its chance until the deadline, which bounds how long close() waits.
     if (now - op.stalledSinceNs < progressDeadlineNs) {
@@ -775,9 +740,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     DmaException error =
         new DmaException(
             DmaException.Kind.TRANSFER, DmaException.Reason.DEADLINE, deadlineText, -code, 0, null);
-    if (telemetry.metrics) {
-      telemetry.deadlineFailures.add(1, telemetry.device);
-    }
+    telemetry.progressDeadlinePassed();
     // Fail it first, so the client's other queued ops fail after it, not before.
     long clientId = op.client.id;
     failUnposted(op, error);
@@ -813,7 +776,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     Registration lease = op.lease;
     if (lease == null) {
       if (telemetry.tracing) {
-        lease = leaseTraced(op, address);
+        lease = telemetry.leaseTraced(regions, address, op.lengthBytes, request.context());
       } else {
         lease = regions.lease(address, op.lengthBytes, request.context());
       }
@@ -856,11 +819,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       op.stalled = false;
       slots[slot] = op;
       inFlight++;
-      if (telemetry.metrics) {
-        op.postedNs = System.nanoTime();
-      }
-      if (telemetry.tracing) {
-        startWireSpans(op);
+      if (telemetry.on) {
+        telemetry.posted(op.trace, isRead(request), op.lengthBytes, request.clientId());
       }
     } else {
       freeSlots[freeSlotCount++] = slot;
@@ -868,61 +828,39 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     return code;
   }
 
+  // The reap: endpoint.reap calls back here once per completion, on the worker thread.
+
   @Override
   public void completed(int slot) {
-    Op<T> op = reclaim(slot);
-    if (op != null) {
-      // An op that passed its deadline and then completed did land: it succeeded, late.
-      finishReaped(op, null);
-    }
+    reap(slot, false, 0, 0, null);
   }
 
   @Override
   public void failed(int slot, int errno, int providerErrno, String message) {
+    reap(slot, true, errno, providerErrno, message);
+  }
+
+  /**
+   * The reap of one completion, top to bottom: free its slot, decide its outcome (or post it
+   * again), then finish it.
+   */
+  private void reap(int slot, boolean failed, int errno, int providerErrno, String message) {
     Op<T> op = reclaim(slot);
     if (op == null) {
       return;
     }
-    if (op.expired) {
-      // The flush of an op that passed its deadline: the deadline is why it failed.
-      finishReaped(op, completionDeadlineError(op.client.id));
-      return;
+    // A success stands even for an op that passed its deadline: it did land, late.
+    DmaException error = null;
+    if (failed) {
+      if (postAgainAfterConnectionLoss(op, errno)) {
+        return;
+      }
+      error = failure(op, errno, providerErrno, message);
     }
-    if (isConnectionLevel(errno)
-        && op.retries < MAX_RETRIES
-        && (deadPeers.isEmpty() || deadPeers.get(op.client.id) == null)) {
-      // The connection was torn down under it (on tcp;ofi_rxm another transfer's bad key does
-      // that), not by its own fault: post it again, once the provider reconnects.
-      op.retries++;
-      endSpansForRetry(op, "connection reset");
-      pending.addFirst(op);
-      return;
-    }
-    finishReaped(
-        op,
-        new DmaException(
-            DmaException.Kind.TRANSFER,
-            DmaException.Reason.ofErrno(errno),
-            message,
-            errno,
-            providerErrno,
-            null));
+    finishReaped(op, error);
   }
 
-  /**
-   * Whether a completion error means the connection failed rather than this transfer: {@code
-   * ENOTCONN}, {@code EPIPE}, {@code ECONNRESET} and {@code ECONNABORTED}, the same on every
-   * libfabric provider here (tcp;ofi_rxm reports the victims of a torn-down connection as ENOTCONN
-   * with prov_errno EPIPE; net, sockets and shm report their own faults as EACCES, EIO or
-   * ECANCELED, which are not retried).
-   */
-  static boolean isConnectionLevel(int errno) {
-    return switch (errno) {
-      case Errno.EPIPE, Errno.FI_ECONNABORTED, Errno.FI_ECONNRESET, Errno.FI_ENOTCONN -> true;
-      default -> false;
-    };
-  }
-
+  /** Frees the slot of a completion and returns its op, or null for a slot holding none. */
   private Op<T> reclaim(int slot) {
     Op<T> op = slot >= 0 && slot < cap ? slots[slot] : null;
     if (op == null) {
@@ -939,19 +877,73 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     return op;
   }
 
-  private void finishReaped(Op<T> op, DmaException error) {
-    if (telemetry.metrics || telemetry.tracing) {
-      recordReaped(op, error);
+  /**
+   * Queues an op whose error completion says its connection was torn down under it (on
+   * tcp;ofi_rxm another transfer's bad key does that), not by its own fault, to be posted again
+   * once the provider reconnects; returns whether it did. Not an op past its deadline, one of a
+   * dead client, or one out of retries.
+   */
+  private boolean postAgainAfterConnectionLoss(Op<T> op, int errno) {
+    if (op.expired
+        || !isConnectionLevel(errno)
+        || op.retries >= MAX_RETRIES
+        || (!deadPeers.isEmpty() && deadPeers.get(op.client.id) != null)) {
+      return false;
     }
-    if (op.request.wantChecksum()) {
-      T context = op.request.context();
-      MemorySegment operand = op.operand;
-      long length = op.lengthBytes;
-      Span wire = op.wire;
+    retry(op, "connection reset");
+    pending.addFirst(op);
+    return true;
+  }
+
+  /** The failure an error completion stands for. */
+  private DmaException failure(Op<T> op, int errno, int providerErrno, String message) {
+    if (op.expired) {
+      // The flush of an op that passed its deadline: the deadline is why it failed.
+      return completionDeadlineError(op.client.id);
+    }
+    return new DmaException(
+        DmaException.Kind.TRANSFER,
+        DmaException.Reason.ofErrno(errno),
+        message,
+        errno,
+        providerErrno,
+        null);
+  }
+
+  /**
+   * Whether a completion error means the connection failed rather than this transfer: {@code
+   * ENOTCONN}, {@code EPIPE}, {@code ECONNRESET} and {@code ECONNABORTED}, the same on every
+   * libfabric provider here (tcp;ofi_rxm reports the victims of a torn-down connection as ENOTCONN
+   * with prov_errno EPIPE; net, sockets and shm report their own faults as EACCES, EIO or
+   * ECANCELED, which are not retried).
+   */
+  static boolean isConnectionLevel(int errno) {
+    return switch (errno) {
+      case Errno.EPIPE, Errno.FI_ECONNABORTED, Errno.FI_ECONNRESET, Errno.FI_ENOTCONN -> true;
+      default -> false;
+    };
+  }
+
+  /**
+   * Finishes an op that was posted (reaped, or failed by a reset), in order: records its telemetry,
+   * accounts it and recycles it, and buffers its completion, a checksummed one for the next flush
+   * to the pool and a plain one for the next delivery.
+   *
+   * @param error its failure, or null for a success
+   */
+  private void finishReaped(Op<T> op, DmaException error) {
+    TransferRequest<T> request = op.request;
+    if (telemetry.on) {
+      telemetry.reaped(op.trace, isRead(request), op.lengthBytes, error);
+    }
+    if (request.wantChecksum()) {
+      // Handed over before accountFinished recycles the op and clears its trace.
+      checksums.add(request.context(), op.operand, op.lengthBytes, error, op.trace.wire);
       accountFinished(op);
-      crcBatch.add(new Checksummed<>(context, operand, length, error, wire, telemetry));
     } else {
-      complete(op, error == null ? done(op.lengthBytes) : Outcome.failed(error));
+      Outcome outcome = error == null ? done(op.lengthBytes) : Outcome.failed(error);
+      accountFinished(op);
+      completions.add(new Completion<>(request.context(), outcome));
     }
   }
 
@@ -970,22 +962,13 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /**
    * Fails an op that never reached the wire (post refused, deadline, set-up step) and accounts it.
-   * Reaped ops are counted in recordReaped instead.
+   * Reaped ops are counted in finishReaped instead.
    */
   private void failUnposted(Op<T> op, DmaException error) {
-    countFailure(error);
-    if (telemetry.metrics) {
-      boolean read = op.request.direction() instanceof Direction.FromPeer;
-      telemetry.transfers.add(1, read ? telemetry.readFailed : telemetry.writeFailed);
-    }
-    complete(op, Outcome.failed(error));
-  }
-
-  /** Completes an op inline with an outcome and accounts it. */
-  private void complete(Op<T> op, Outcome outcome) {
-    T context = op.request.context();
+    TransferRequest<T> request = op.request;
+    telemetry.failedUnposted(isRead(request), error);
     accountFinished(op);
-    completions.add(new Completion<>(context, outcome));
+    completions.add(new Completion<>(request.context(), Outcome.failed(error)));
   }
 
   /** Accounts one finished op (reaped, or failed before posting) and recycles it. */
@@ -1009,85 +992,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.request = null;
     op.operand = null;
     op.client = null;
-    op.parent = null;
-    op.wire = null;
-    op.await = null;
+    op.trace.clear();
     spareOps.addLast(op);
   }
 
-  private void countFailure(DmaException error) {
-    if (telemetry.metrics) {
-      telemetry.errors.add(
-          1,
-          error.kind() == DmaException.Kind.FABRIC ? telemetry.fabricError : telemetry.transferError);
-    }
-  }
-
-  /** Leases with a {@code dma.region_register} span when the lease had to register (a miss). */
-  private Registration leaseTraced(Op<T> op, long address) {
-    long missesBefore = regions.misses();
-    long startNs = System.nanoTime();
-    long startEpochNs = System.currentTimeMillis() * 1_000_000L;
-    Registration lease = regions.lease(address, op.lengthBytes, op.request.context());
-    if (regions.misses() != missesBefore) {
-      // First-touch cost shows as a root span: registration serves every later operand inside it.
-      telemetry
-          .tracer
-          .spanBuilder("dma.region_register")
-          .setNoParent()
-          .setStartTimestamp(startEpochNs, java.util.concurrent.TimeUnit.NANOSECONDS)
-          .setAttribute(Telemetry.LENGTH, op.lengthBytes)
-          .startSpan()
-          .end(startEpochNs + (System.nanoTime() - startNs), java.util.concurrent.TimeUnit.NANOSECONDS);
-    }
-    return lease;
-  }
-
-  /** Starts {@code dma.wire} (post to reap) under the submitter's context, and its child wait. */
-  private void startWireSpans(Op<T> op) {
-    boolean read = op.request.direction() instanceof Direction.FromPeer;
-    Context parent = op.parent != null ? op.parent : Context.root();
-    Span wire =
-        telemetry
-            .tracer
-            .spanBuilder("dma.wire")
-            .setParent(parent)
-            .setAllAttributes(read ? telemetry.read : telemetry.write)
-            .setAttribute(Telemetry.LENGTH, op.lengthBytes)
-            .setAttribute(Telemetry.CLIENT, op.request.clientId())
-            .startSpan();
-    op.wire = wire;
-    op.await =
-        telemetry.tracer.spanBuilder("dma.await_completion").setParent(parent.with(wire)).startSpan();
-  }
-
-  /** Metrics and span ends for a reaped op. */
-  private void recordReaped(Op<T> op, DmaException error) {
-    boolean read = op.request.direction() instanceof Direction.FromPeer;
-    if (telemetry.metrics) {
-      var attributes =
-          error == null
-              ? (read ? telemetry.readDone : telemetry.writeDone)
-              : (read ? telemetry.readFailed : telemetry.writeFailed);
-      telemetry.transfers.add(1, attributes);
-      if (error == null) {
-        telemetry.bytes.add(op.lengthBytes, attributes);
-      } else {
-        countFailure(error);
-      }
-      telemetry.latency.record((System.nanoTime() - op.postedNs) * 1e-9, read ? telemetry.read : telemetry.write);
-    }
-    if (op.await != null) {
-      op.await.end();
-    }
-    if (op.wire != null) {
-      if (error != null) {
-        op.wire.setStatus(StatusCode.ERROR, error.getMessage());
-        op.wire.setAttribute(Telemetry.FABRIC_ERRNO, error.fabricErrno());
-        op.wire.setAttribute(Telemetry.PROVIDER_ERRNO, error.providerErrno());
-      }
-      op.wire.end();
-    }
+  private static boolean isRead(TransferRequest<?> request) {
+    return request.direction() instanceof Direction.FromPeer;
   }
 
   /** Drops one op from the device-wide tally that submit raised, never below zero. */
@@ -1099,12 +1009,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         return;
       }
     } while (!outstanding.compareAndSet(current, current - 1));
-  }
-
-  private void flushChecksums() {
-    List<Checksummed<T>> batch = crcBatch;
-    crcBatch = new ArrayList<>();
-    pool.submit(new ChecksumJob<>(batch, completer));
   }
 
   private void deliver(List<Completion<T>> batch) {
@@ -1168,10 +1072,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       leftover.add(gone(op, failure));
     }
     // Deferred checksummed completions finish inline: the pool may be tearing down alongside.
-    for (Checksummed<T> checksummed : crcBatch) {
-      leftover.add(checksummed.toCompletion());
-    }
-    crcBatch.clear();
+    checksums.drainInto(leftover);
     // Whatever arrived but was never taken in (only when the loop failed) fails too; replies are
     // abandoned so their callers wake.
     while (true) {
@@ -1244,10 +1145,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     // When it was posted, on the worker's ticker; the completion deadline counts from here.
     long postedAtNs;
     // Telemetry, only when installed: the submitter's context, the spans, the post time.
-    Context parent;
-    Span wire;
-    Span await;
-    long postedNs;
+    final WorkerTelemetry.OpTrace trace = new WorkerTelemetry.OpTrace();
     // When the provider first answered -FI_EAGAIN; the progress deadline counts from here.
     long stalledSinceNs;
   }
@@ -1259,40 +1157,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     boolean removalPending;
   }
 
-  /** A reaped op awaiting its checksummed completion on the pool. */
-  private record Checksummed<T>(
-      T context,
-      MemorySegment operand,
-      long lengthBytes,
-      DmaException error,
-      Span wire,
-      Telemetry telemetry) {
-    Completion<T> toCompletion() {
-      if (error != null) {
-        return new Completion<>(context, Outcome.failed(error));
-      }
-      MemorySegment bytes =
-          operand.byteSize() == lengthBytes ? operand : operand.asSlice(0, lengthBytes);
-      Span span =
-          wire == null
-              ? null
-              : telemetry
-                  .tracer
-                  .spanBuilder("dma.checksum")
-                  .setParent(Context.root().with(wire))
-                  .setAttribute(Telemetry.LENGTH, lengthBytes)
-                  .startSpan();
-      try {
-        return new Completion<>(
-            context, TransferDone.withChecksum(lengthBytes, Checksums.crc32c(bytes)));
-      } finally {
-        if (span != null) {
-          span.end();
-        }
-      }
-    }
-  }
-
   /**
    * A transfer submitted while tracing is on, with the submitter's context (the parent of its
    * {@code dma.wire} span). Only allocated when tracing is installed.
@@ -1301,34 +1165,4 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * @param parent the submitter's current context
    */
   public record Traced(TransferRequest<?> request, Context parent) {}
-
-  /** Hashes a batch and delivers it, on a pool thread. */
-  private record ChecksumJob<T>(List<Checksummed<T>> batch, BatchCompleter<T> completer)
-      implements Runnable {
-    @Override
-    public void run() {
-      List<Completion<T>> done = new ArrayList<>(batch.size());
-      for (Checksummed<T> checksummed : batch) {
-        Completion<T> completion;
-        try {
-          completion = checksummed.toCompletion();
-        } catch (RuntimeException unreadable) {
-          // For example the operand's arena was closed before completion: this transfer fails,
-          // the rest of the batch is unaffected.
-          completion =
-              new Completion<>(
-                  checksummed.context(),
-                  Outcome.failed(
-                      new DmaException(
-                          DmaException.Kind.TRANSFER,
-                          "checksum failed: " + unreadable,
-                          0,
-                          0,
-                          unreadable)));
-        }
-        done.add(completion);
-      }
-      completer.complete(done);
-    }
-  }
 }
