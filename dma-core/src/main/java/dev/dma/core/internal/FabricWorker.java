@@ -38,15 +38,16 @@ import java.util.function.Consumer;
  * <p>Threads: everything here runs on the worker thread except the constructor. The caller's
  * {@link BatchCompleter} runs here for plain completions and on pool threads for checksummed ones.
  *
- * <p>Allocation: operations, slots, client records and the plain batch list are recycled. A plain
- * transfer allocates its {@link Completion}; its successful outcome, a {@link TransferDone}, is
- * shared with the previous transfer while lengths repeat (a new length allocates a new one), and a
- * failure allocates its {@link DmaException} and an {@link Outcome.Failed}. A checksummed transfer
- * allocates a {@code Checksummed} record here, and on the pool thread its Completion, its
- * TransferDone (which carries its checksum) and, when fewer bytes moved than the operand holds, a
- * slice of it. Each flush of checksummed completions allocates a new batch list, a job and the pool
- * queue's node, and the job a list of the completions it delivers. With tracing or metrics
- * installed, spans and attributes come on top.
+ * <p>Allocation: operations (each with its telemetry record), slots, client records and the plain
+ * batch list are recycled. A plain transfer allocates its {@link Completion}; its successful
+ * outcome, a {@link TransferDone}, is shared with the previous transfer while lengths repeat (a new
+ * length allocates a new one), and a failure allocates its {@link DmaException} and an {@link
+ * Outcome.Failed}. A checksummed transfer allocates a {@code Checksummed} record here, and on the
+ * pool thread its Completion, its TransferDone (which carries its checksum) and, when fewer bytes
+ * moved than the operand holds, a slice of it. Each flush of checksummed completions allocates a
+ * new batch list, a job and the pool queue's node, and the job a list of the completions it
+ * delivers (all in {@code ChecksumBatch}). With tracing or metrics installed, spans and attributes
+ * come on top ({@code WorkerTelemetry}).
  *
  * @param <T> the caller context type
  */
