@@ -85,13 +85,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    */
   static final int MAX_RETRIES = 2;
 
-  /**
-   * How long the worker waits, on a provider whose removal flushes ({@link
-   * FabricEndpoint#removalFlushes()}), for the flushed completions of expired operations before it
-   * resets the endpoint anyway.
-   */
-  static final long FLUSH_GRACE_NS = 1_000_000_000L;
-
   private static final System.Logger LOG = System.getLogger(FabricWorker.class.getName());
 
   private final FabricEndpoint endpoint;
@@ -103,17 +96,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final NanoClock ticker;
   private final long progressDeadlineNs;
   private final String deadlineText;
-  private final long completionDeadlineNs;
-  private final String completionDeadlineText;
-  // How often in-flight ops are checked against the completion deadline: often enough that one
-  // fails within a few percent of its deadline, rarely enough that the scan of the slots costs
-  // nothing per transfer.
-  private final long deadlineScanIntervalNs;
-  private long nextDeadlineScanNs;
-  // Ops that passed the completion deadline and are still in a slot: waiting for their flushed
-  // completion (removalFlushes) or for the endpoint reset that discards them.
-  private int expiredInFlight;
-  private long flushDeadlineNs;
+  private final CompletionDeadline completionDeadline;
   // Clients whose transfer passed a deadline, with the error their later transfers fail with at
   // once, until addPeer or removePeer. Empty (and never looked up) on a healthy server.
   private final LongObjectMap<DmaException> deadPeers = new LongObjectMap<>();
@@ -193,11 +176,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         "no progress posting for "
             + DurationFormat.format(progressDeadline)
             + ": peer unreachable or transmit queue stuck";
-    this.completionDeadlineNs = completionDeadline.toNanos();
-    this.completionDeadlineText =
-        "no completion within the completion deadline of " + DurationFormat.format(completionDeadline);
-    this.deadlineScanIntervalNs =
-        Math.max(1_000_000L, Math.min(completionDeadlineNs / 16, 100_000_000L));
+    this.completionDeadline = new CompletionDeadline(completionDeadline);
     this.addressChanged = addressChanged;
     this.backoff = new Backoff(channel);
     this.now = ticker.nanoTime();
@@ -306,8 +285,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         warnings.warn("completion queue read failed: " + error.getMessage());
       }
       boolean reapedAny = reaped > 0;
-      if (completionDeadlineNs > 0 && inFlight > 0 && now - nextDeadlineScanNs >= 0) {
-        nextDeadlineScanNs = now + deadlineScanIntervalNs;
+      if (completionDeadline.scanDue(now, inFlight)) {
         checkDeadlines();
       }
       pendingCount = pending.size();
@@ -388,14 +366,14 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     boolean expiredNow = false;
     for (int slot = 0; slot < cap; slot++) {
       Op<T> op = slots[slot];
-      if (op != null && !op.expired && now - op.postedAtNs >= completionDeadlineNs) {
+      if (op != null && !op.expired && completionDeadline.passed(now, op.postedAtNs)) {
         op.expired = true;
-        expiredInFlight++;
+        completionDeadline.expired();
         expiredNow = true;
         telemetry.completionDeadlinePassed();
         long clientId = op.client.id;
         if (deadPeers.get(clientId) == null) {
-          markDead(clientId, completionDeadlineText);
+          markDead(clientId, completionDeadline.text());
           if (endpoint.removalFlushes()) {
             // Its posted ops come back as flushed error completions.
             peers.release(clientId);
@@ -403,15 +381,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         }
       }
     }
-    if (expiredInFlight == 0) {
-      return;
-    }
-    if (!endpoint.removalFlushes()) {
-      resetEndpoint("a transfer passed the completion deadline");
-    } else if (expiredNow) {
-      flushDeadlineNs = now + FLUSH_GRACE_NS;
-    } else if (now - flushDeadlineNs >= 0) {
-      resetEndpoint("a flushed transfer's completion did not come");
+    String resetReason = completionDeadline.resetReason(now, expiredNow, endpoint.removalFlushes());
+    if (resetReason != null) {
+      resetEndpoint(resetReason);
     }
   }
 
@@ -443,17 +415,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
   }
 
-  /** The failure of an op of {@code clientId} that passed the completion deadline. */
-  private DmaException completionDeadlineError(long clientId) {
-    return new DmaException(
-        DmaException.Kind.TRANSFER,
-        DmaException.Reason.DEADLINE,
-        completionDeadlineText + " (client " + clientId + "): peer unreachable or completion lost",
-        0,
-        0,
-        null);
-  }
-
   /**
    * Closes and reopens the endpoint's transport ({@link FabricEndpoint#reset()}): the one state in
    * which no provider can still touch a posted operand. Then every op that was in flight is
@@ -472,7 +433,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       throw new IllegalStateException(
           "the endpoint could not be reset after " + why + ": " + cannot, cannot);
     }
-    expiredInFlight = 0;
+    completionDeadline.endpointReset();
     telemetry.endpointReset();
     int retried = 0;
     int failed = 0;
@@ -487,7 +448,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       inFlight = Math.max(0, inFlight - 1);
       DmaException dead = deadPeers.get(op.client.id);
       if (op.expired) {
-        finishReaped(op, completionDeadlineError(op.client.id));
+        finishReaped(op, completionDeadline.error(op.client.id));
         failed++;
       } else if (dead != null) {
         finishReaped(op, dead);
@@ -873,16 +834,16 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     // Saturating: a reap that outran in-flight would otherwise leave the worker unable to post.
     inFlight = Math.max(0, inFlight - 1);
     if (op.expired) {
-      expiredInFlight--;
+      completionDeadline.expiredReaped();
     }
     return op;
   }
 
   /**
-   * Queues an op whose error completion says its connection was torn down under it (on
-   * tcp;ofi_rxm another transfer's bad key does that), not by its own fault, to be posted again
-   * once the provider reconnects; returns whether it did. Not an op past its deadline, one of a
-   * dead client, or one out of retries.
+   * Queues an op whose error completion says its connection was torn down under it (on tcp;ofi_rxm
+   * another transfer's bad key does that), not by its own fault, to be posted again once the
+   * provider reconnects; returns whether it did. Not an op past its deadline, one of a dead client,
+   * or one out of retries.
    */
   private boolean postAgainAfterConnectionLoss(Op<T> op, int errno) {
     if (op.expired
@@ -900,7 +861,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private DmaException failure(Op<T> op, int errno, int providerErrno, String message) {
     if (op.expired) {
       // The flush of an op that passed its deadline: the deadline is why it failed.
-      return completionDeadlineError(op.client.id);
+      return completionDeadline.error(op.client.id);
     }
     return new DmaException(
         DmaException.Kind.TRANSFER,

@@ -18,10 +18,10 @@ import java.util.function.LongSupplier;
  * the {@code dma.worker_pass} debug span. The instruments themselves are the service's {@link
  * Telemetry}; this class owns how the worker uses them, so {@link FabricWorker} only calls hooks.
  *
- * <p>Cost when off: the per-transfer hooks ({@link #leaseTraced}, {@link #posted}, {@link
- * #reaped}) are called only behind a check of {@link #tracing}, {@link #metrics} or {@link #on},
- * plain final booleans, so with no SDK installed a transfer pays those branches and nothing else.
- * The cold-path counters check {@link #metrics} themselves.
+ * <p>Cost when off: the per-transfer hooks ({@link #leaseTraced}, {@link #posted}, {@link #reaped})
+ * are called only behind a check of {@link #tracing}, {@link #metrics} or {@link #on}, plain final
+ * booleans, so with no SDK installed a transfer pays those branches and nothing else. The cold-path
+ * counters check {@link #metrics} themselves.
  *
  * <p>Threads: built with the worker; every method runs on the worker thread except {@link
  * #checksumSpan}, which runs on checksum-pool threads (the instruments are thread-safe, and an op's
@@ -118,8 +118,7 @@ final class WorkerTelemetry {
    * Leases with a {@code dma.region_register} span when the lease had to register (a miss). Only
    * while {@link #tracing}.
    */
-  Registration leaseTraced(
-      LocalRegions regions, long address, long lengthBytes, Operands context) {
+  Registration leaseTraced(LocalRegions regions, long address, long lengthBytes, Operands context) {
     long missesBefore = regions.misses();
     long startNs = System.nanoTime();
     long startEpochNs = System.currentTimeMillis() * 1_000_000L;
