@@ -38,6 +38,12 @@ import java.util.function.Consumer;
  * <p>Threads: everything here runs on the worker thread except the constructor. The caller's
  * {@link BatchCompleter} runs here for plain completions and on pool threads for checksummed ones.
  *
+ * <p>This file reads in the order a transfer travels: intake, accept, post, reap, finish, deliver;
+ * then the recovery paths (completion deadline, dead clients, endpoint reset) and shutdown. Three
+ * helpers own a concern each: {@code WorkerTelemetry} (spans and metrics, called behind one boolean
+ * check), {@code ChecksumBatch} (checksummed completions on their way to the pool) and {@code
+ * CompletionDeadline} (when posted ops expire and when to give up on their flush).
+ *
  * <p>Allocation: operations (each with its telemetry record), slots, client records and the plain
  * batch list are recycled. A plain transfer allocates its {@link Completion}; its successful
  * outcome, a {@link TransferDone}, is shared with the previous transfer while lengths repeat (a new
@@ -354,159 +360,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private long now;
 
   private int passes;
-
-  /**
-   * Fails every in-flight op past the completion deadline, marks its client dead, and recovers the
-   * endpoint so the op's completion can be delivered safely: by the flush its peer's removal
-   * causes where the provider guarantees one, otherwise (and when the flush does not come) by
-   * resetting the endpoint. An expired op is delivered only from its reaped completion or from
-   * the reset, never on the timer alone: until then the provider may still write its operand.
-   */
-  private void checkDeadlines() {
-    boolean expiredNow = false;
-    for (int slot = 0; slot < cap; slot++) {
-      Op<T> op = slots[slot];
-      if (op != null && !op.expired && completionDeadline.passed(now, op.postedAtNs)) {
-        op.expired = true;
-        completionDeadline.expired();
-        expiredNow = true;
-        telemetry.completionDeadlinePassed();
-        long clientId = op.client.id;
-        if (deadPeers.get(clientId) == null) {
-          markDead(clientId, completionDeadline.text());
-          if (endpoint.removalFlushes()) {
-            // Its posted ops come back as flushed error completions.
-            peers.release(clientId);
-          }
-        }
-      }
-    }
-    String resetReason = completionDeadline.resetReason(now, expiredNow, endpoint.removalFlushes());
-    if (resetReason != null) {
-      resetEndpoint(resetReason);
-    }
-  }
-
-  /**
-   * Marks a client dead after one of its transfers passed a deadline: its queued transfers fail
-   * now, and new ones fail at intake, each with the same error, instead of each waiting out a
-   * deadline of its own.
-   */
-  private void markDead(long clientId, String deadline) {
-    DmaException unreachable =
-        new DmaException(
-            DmaException.Kind.TRANSFER,
-            DmaException.Reason.PEER_UNREACHABLE,
-            "client "
-                + clientId
-                + " is unreachable ("
-                + deadline
-                + "); its transfers fail at once until the peer is added again",
-            0,
-            0,
-            null);
-    deadPeers.put(clientId, unreachable);
-    for (var queued = pending.iterator(); queued.hasNext(); ) {
-      Op<T> op = queued.next();
-      if (op.client.id == clientId) {
-        queued.remove();
-        failUnposted(op, unreachable);
-      }
-    }
-  }
-
-  /**
-   * Closes and reopens the endpoint's transport ({@link FabricEndpoint#reset()}): the one state in
-   * which no provider can still touch a posted operand. Then every op that was in flight is
-   * finished: expired ones fail with the deadline, ones of dead clients with their client's
-   * error, and the rest, which failed through no fault of their own, are posted again (at most
-   * {@link #MAX_RETRIES} times, then they fail as {@link DmaException.Reason#ENDPOINT_RESET},
-   * retryable). Live peers are inserted again; queued transfers go out on the new endpoint.
-   */
-  private void resetEndpoint(String why) {
-    byte[] addressBefore = endpoint.localAddress();
-    try {
-      endpoint.reset();
-    } catch (RuntimeException cannot) {
-      // Nothing else makes the operands safe to hand back: stop, and let shutDown close the
-      // endpoint before it fails everything.
-      throw new IllegalStateException(
-          "the endpoint could not be reset after " + why + ": " + cannot, cannot);
-    }
-    completionDeadline.endpointReset();
-    telemetry.endpointReset();
-    int retried = 0;
-    int failed = 0;
-    ArrayDeque<Op<T>> again = new ArrayDeque<>();
-    for (int slot = 0; slot < cap; slot++) {
-      Op<T> op = slots[slot];
-      if (op == null) {
-        continue;
-      }
-      slots[slot] = null;
-      freeSlots[freeSlotCount++] = slot;
-      inFlight = Math.max(0, inFlight - 1);
-      DmaException dead = deadPeers.get(op.client.id);
-      if (op.expired) {
-        finishReaped(op, completionDeadline.error(op.client.id));
-        failed++;
-      } else if (dead != null) {
-        finishReaped(op, dead);
-        failed++;
-      } else if (op.retries < MAX_RETRIES) {
-        retry(op, "endpoint reset");
-        again.addLast(op);
-        retried++;
-      } else {
-        finishReaped(
-            op,
-            new DmaException(
-                DmaException.Kind.TRANSFER,
-                DmaException.Reason.ENDPOINT_RESET,
-                "the endpoint was reset while this transfer was posted ("
-                    + why
-                    + "), after "
-                    + op.retries
-                    + " retries; submitting it again is safe",
-                0,
-                0,
-                null));
-        failed++;
-      }
-    }
-    // Posted again ahead of everything queued behind them, in their original order.
-    while (!again.isEmpty()) {
-      pending.addFirst(again.pollLast());
-    }
-    int reinserted = peers.reinsertAfterReset(clientId -> deadPeers.get(clientId) == null);
-    byte[] address = endpoint.localAddress();
-    if (!java.util.Arrays.equals(address, addressBefore)) {
-      try {
-        addressChanged.accept(address.clone());
-      } catch (RuntimeException listenerBug) {
-        LOG.log(Level.ERROR, "the local-address listener threw; the worker carries on", listenerBug);
-      }
-    }
-    LOG.log(
-        Level.WARNING,
-        "reset the endpoint ("
-            + why
-            + "): "
-            + failed
-            + " transfers failed, "
-            + retried
-            + " posted again, "
-            + reinserted
-            + " peers inserted again");
-  }
-
-  /** Counts a retry of an op whose post is being abandoned; the caller queues it again. */
-  private void retry(Op<T> op, String why) {
-    op.retries++;
-    if (telemetry.tracing) {
-      telemetry.retried(op.trace, why);
-    }
-  }
 
   /** Drains the channel without blocking; returns whether it is closed and drained. */
   private boolean intake() {
@@ -857,6 +710,14 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     return true;
   }
 
+  /** Counts a retry of an op whose post is being abandoned; the caller queues it again. */
+  private void retry(Op<T> op, String why) {
+    op.retries++;
+    if (telemetry.tracing) {
+      telemetry.retried(op.trace, why);
+    }
+  }
+
   /** The failure an error completion stands for. */
   private DmaException failure(Op<T> op, int errno, int providerErrno, String message) {
     if (op.expired) {
@@ -983,6 +844,155 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
     batch.clear();
   }
+
+  // Recovery, off the per-transfer path: the completion deadline, dead clients, endpoint reset.
+
+  /**
+   * Fails every in-flight op past the completion deadline, marks its client dead, and recovers the
+   * endpoint so the op's completion can be delivered safely: by the flush its peer's removal
+   * causes where the provider guarantees one, otherwise (and when the flush does not come) by
+   * resetting the endpoint. An expired op is delivered only from its reaped completion or from
+   * the reset, never on the timer alone: until then the provider may still write its operand.
+   */
+  private void checkDeadlines() {
+    boolean expiredNow = false;
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op != null && !op.expired && completionDeadline.passed(now, op.postedAtNs)) {
+        op.expired = true;
+        completionDeadline.expired();
+        expiredNow = true;
+        telemetry.completionDeadlinePassed();
+        long clientId = op.client.id;
+        if (deadPeers.get(clientId) == null) {
+          markDead(clientId, completionDeadline.text());
+          if (endpoint.removalFlushes()) {
+            // Its posted ops come back as flushed error completions.
+            peers.release(clientId);
+          }
+        }
+      }
+    }
+    String resetReason = completionDeadline.resetReason(now, expiredNow, endpoint.removalFlushes());
+    if (resetReason != null) {
+      resetEndpoint(resetReason);
+    }
+  }
+
+  /**
+   * Marks a client dead after one of its transfers passed a deadline: its queued transfers fail
+   * now, and new ones fail at intake, each with the same error, instead of each waiting out a
+   * deadline of its own.
+   */
+  private void markDead(long clientId, String deadline) {
+    DmaException unreachable =
+        new DmaException(
+            DmaException.Kind.TRANSFER,
+            DmaException.Reason.PEER_UNREACHABLE,
+            "client "
+                + clientId
+                + " is unreachable ("
+                + deadline
+                + "); its transfers fail at once until the peer is added again",
+            0,
+            0,
+            null);
+    deadPeers.put(clientId, unreachable);
+    for (var queued = pending.iterator(); queued.hasNext(); ) {
+      Op<T> op = queued.next();
+      if (op.client.id == clientId) {
+        queued.remove();
+        failUnposted(op, unreachable);
+      }
+    }
+  }
+
+  /**
+   * Closes and reopens the endpoint's transport ({@link FabricEndpoint#reset()}): the one state in
+   * which no provider can still touch a posted operand. Then every op that was in flight is
+   * finished: expired ones fail with the deadline, ones of dead clients with their client's
+   * error, and the rest, which failed through no fault of their own, are posted again (at most
+   * {@link #MAX_RETRIES} times, then they fail as {@link DmaException.Reason#ENDPOINT_RESET},
+   * retryable). Live peers are inserted again; queued transfers go out on the new endpoint.
+   */
+  private void resetEndpoint(String why) {
+    byte[] addressBefore = endpoint.localAddress();
+    try {
+      endpoint.reset();
+    } catch (RuntimeException cannot) {
+      // Nothing else makes the operands safe to hand back: stop, and let shutDown close the
+      // endpoint before it fails everything.
+      throw new IllegalStateException(
+          "the endpoint could not be reset after " + why + ": " + cannot, cannot);
+    }
+    completionDeadline.endpointReset();
+    telemetry.endpointReset();
+    int retried = 0;
+    int failed = 0;
+    ArrayDeque<Op<T>> again = new ArrayDeque<>();
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op == null) {
+        continue;
+      }
+      slots[slot] = null;
+      freeSlots[freeSlotCount++] = slot;
+      inFlight = Math.max(0, inFlight - 1);
+      DmaException dead = deadPeers.get(op.client.id);
+      if (op.expired) {
+        finishReaped(op, completionDeadline.error(op.client.id));
+        failed++;
+      } else if (dead != null) {
+        finishReaped(op, dead);
+        failed++;
+      } else if (op.retries < MAX_RETRIES) {
+        retry(op, "endpoint reset");
+        again.addLast(op);
+        retried++;
+      } else {
+        finishReaped(
+            op,
+            new DmaException(
+                DmaException.Kind.TRANSFER,
+                DmaException.Reason.ENDPOINT_RESET,
+                "the endpoint was reset while this transfer was posted ("
+                    + why
+                    + "), after "
+                    + op.retries
+                    + " retries; submitting it again is safe",
+                0,
+                0,
+                null));
+        failed++;
+      }
+    }
+    // Posted again ahead of everything queued behind them, in their original order.
+    while (!again.isEmpty()) {
+      pending.addFirst(again.pollLast());
+    }
+    int reinserted = peers.reinsertAfterReset(clientId -> deadPeers.get(clientId) == null);
+    byte[] address = endpoint.localAddress();
+    if (!java.util.Arrays.equals(address, addressBefore)) {
+      try {
+        addressChanged.accept(address.clone());
+      } catch (RuntimeException listenerBug) {
+        LOG.log(Level.ERROR, "the local-address listener threw; the worker carries on", listenerBug);
+      }
+    }
+    LOG.log(
+        Level.WARNING,
+        "reset the endpoint ("
+            + why
+            + "): "
+            + failed
+            + " transfers failed, "
+            + retried
+            + " posted again, "
+            + reinserted
+            + " peers inserted again");
+  }
+
+  // Shutdown: the endpoint closes first, then whatever the worker still holds fails.
 
   /**
    * Fails whatever is left and closes the endpoint. After a normal exit only never-posted ops and
