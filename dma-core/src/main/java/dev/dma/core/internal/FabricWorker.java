@@ -452,7 +452,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.stalled = false;
     op.expired = false;
     op.retries = 0;
-    op.trace.parent = parent;
+    op.parent = parent;
     op.client = clientFor(request.clientId());
     op.client.outstanding++;
     pending.addLast(op);
@@ -635,7 +635,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       slots[slot] = op;
       inFlight++;
       if (telemetry.on) {
-        telemetry.posted(op.trace, isRead(request), op.lengthBytes, request.clientId());
+        telemetry.posted(op, isRead(request), op.lengthBytes, request.clientId());
       }
     } else {
       freeSlots[freeSlotCount++] = slot;
@@ -714,7 +714,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private void retry(Op<T> op, String why) {
     op.retries++;
     if (telemetry.tracing) {
-      telemetry.retried(op.trace, why);
+      telemetry.retried(op, why);
     }
   }
 
@@ -757,11 +757,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private void finishReaped(Op<T> op, DmaException error) {
     TransferRequest<T> request = op.request;
     if (telemetry.on) {
-      telemetry.reaped(op.trace, isRead(request), op.lengthBytes, error);
+      telemetry.reaped(op, isRead(request), op.lengthBytes, error);
     }
     if (request.wantChecksum()) {
-      // Handed over before accountFinished recycles the op and clears its trace.
-      checksums.add(request.context(), op.operand, op.lengthBytes, error, op.trace.wire);
+      // Handed over before accountFinished recycles the op and clears its spans.
+      checksums.add(request.context(), op.operand, op.lengthBytes, error, op.wire);
       accountFinished(op);
     } else {
       Outcome outcome = error == null ? done(op.lengthBytes) : Outcome.failed(error);
@@ -815,7 +815,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.request = null;
     op.operand = null;
     op.client = null;
-    op.trace.clear();
+    op.clearTrace();
     spareOps.addLast(op);
   }
 
@@ -1101,8 +1101,13 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     return List.of();
   }
 
-  /** Per-op state, recycled: a transfer between intake and completion. */
-  private static final class Op<T extends Operands> {
+  /**
+   * Per-op state, recycled: a transfer between intake and completion. Its telemetry fields (the
+   * submitter's context, the spans, the post time) are inherited from {@link
+   * WorkerTelemetry.OpTrace} rather than held in an object of their own, so with telemetry off a
+   * transfer pays no extra load or allocation for them.
+   */
+  private static final class Op<T extends Operands> extends WorkerTelemetry.OpTrace {
     TransferRequest<T> request;
     MemorySegment operand;
     long lengthBytes;
@@ -1116,8 +1121,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     int retries;
     // When it was posted, on the worker's ticker; the completion deadline counts from here.
     long postedAtNs;
-    // Telemetry, only when installed: the submitter's context, the spans, the post time.
-    final WorkerTelemetry.OpTrace trace = new WorkerTelemetry.OpTrace();
     // When the provider first answered -FI_EAGAIN; the progress deadline counts from here.
     long stalledSinceNs;
   }
