@@ -51,15 +51,16 @@ final class CompletionDeadline {
   }
 
   /**
-   * Whether the posted ops are due for a scan this pass (a deadline is set, something is in flight,
-   * and the scan interval has passed); if so, the next scan is due an interval from now.
+   * Whether the posted ops are due for a scan this pass: a deadline is set, something is in flight,
+   * and the scan interval has passed. Read every pass, so kept small enough for the JIT to inline.
    */
   boolean scanDue(long now, int inFlight) {
-    if (deadlineNs > 0 && inFlight > 0 && now - nextScanNs >= 0) {
-      nextScanNs = now + scanIntervalNs;
-      return true;
-    }
-    return false;
+    return deadlineNs > 0 && inFlight > 0 && now - nextScanNs >= 0;
+  }
+
+  /** Schedules the next scan an interval after this one. */
+  void scanned(long now) {
+    nextScanNs = now + scanIntervalNs;
   }
 
   /** Whether an op posted at {@code postedAtNs} has passed the deadline. */

@@ -292,6 +292,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       }
       boolean reapedAny = reaped > 0;
       if (completionDeadline.scanDue(now, inFlight)) {
+        completionDeadline.scanned(now);
         checkDeadlines();
       }
       pendingCount = pending.size();
@@ -581,7 +582,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
                 thrown));
   }
 
-  /** Posts one op; returns the raw code. Throws for a set-up failure (peer or registration). */
+  /**
+   * Posts one op; returns the raw code. Throws for a set-up failure (peer or registration).
+   *
+   * <p>Kept under the JIT's hot inlining limit ({@code FreqInlineSize}, 325 bytes of bytecode) so
+   * that postPass inlines it; that is why the telemetry steps here are single calls.
+   */
   private int post(Op<T> op) {
     TransferRequest<T> request = op.request;
     long peer = peers.handle(request.clientId(), request.peerAddress());
@@ -590,11 +596,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     // operand on every refused post would pin and unpin it thousands of times a second.
     Registration lease = op.lease;
     if (lease == null) {
-      if (telemetry.tracing) {
-        lease = telemetry.leaseTraced(regions, address, op.lengthBytes, request.context());
-      } else {
-        lease = regions.lease(address, op.lengthBytes, request.context());
-      }
+      lease = leaseOperand(op, address);
       op.lease = lease;
     }
     long descriptor = lease == null ? 0 : lease.descriptor();
@@ -635,12 +637,20 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       slots[slot] = op;
       inFlight++;
       if (telemetry.on) {
-        telemetry.posted(op, isRead(request), op.lengthBytes, request.clientId());
+        telemetry.posted(op, request, op.lengthBytes);
       }
     } else {
       freeSlots[freeSlotCount++] = slot;
     }
     return code;
+  }
+
+  /** Leases an op's operand; while tracing, with a span when the lease had to register. */
+  private Registration leaseOperand(Op<T> op, long address) {
+    T context = op.request.context();
+    return telemetry.tracing
+        ? telemetry.leaseTraced(regions, address, op.lengthBytes, context)
+        : regions.lease(address, op.lengthBytes, context);
   }
 
   // The reap: endpoint.reap calls back here once per completion, on the worker thread.

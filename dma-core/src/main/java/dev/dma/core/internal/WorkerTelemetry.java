@@ -1,7 +1,9 @@
 package dev.dma.core.internal;
 
+import dev.dma.api.Direction;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.TransferRequest;
 import dev.dma.core.internal.peers.PeerTable;
 import dev.dma.core.internal.regions.LocalRegions;
 import dev.dma.core.internal.regions.Registration;
@@ -143,11 +145,12 @@ final class WorkerTelemetry {
    * reap) under the submitter's context with its child {@code dma.await_completion}. Only while
    * {@link #on}.
    */
-  void posted(OpTrace trace, boolean read, long lengthBytes, long clientId) {
+  void posted(OpTrace trace, TransferRequest<?> request, long lengthBytes) {
     if (metrics) {
       trace.postedNs = System.nanoTime();
     }
     if (tracing) {
+      boolean read = request.direction() instanceof Direction.FromPeer;
       Context parent = trace.parent != null ? trace.parent : Context.root();
       Span wire =
           telemetry
@@ -156,7 +159,7 @@ final class WorkerTelemetry {
               .setParent(parent)
               .setAllAttributes(read ? telemetry.read : telemetry.write)
               .setAttribute(Telemetry.LENGTH, lengthBytes)
-              .setAttribute(Telemetry.CLIENT, clientId)
+              .setAttribute(Telemetry.CLIENT, request.clientId())
               .startSpan();
       trace.wire = wire;
       trace.await =
