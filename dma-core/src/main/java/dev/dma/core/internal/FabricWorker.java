@@ -2,7 +2,6 @@ package dev.dma.core.internal;
 
 import dev.dma.api.BatchCompleter;
 import dev.dma.api.Checksum;
-import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaException;
@@ -18,8 +17,6 @@ import dev.dma.core.internal.regions.LocalRegions;
 import dev.dma.core.internal.regions.Registration;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.FabricEndpoint;
-import io.opentelemetry.api.trace.Span;
-import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.context.Context;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
@@ -42,15 +39,22 @@ import java.util.function.Consumer;
  * <p>Threads: everything here runs on the worker thread except the constructor. The caller's
  * {@link BatchCompleter} runs here for plain completions and on pool threads for checksummed ones.
  *
- * <p>Allocation: operations, slots, client records and the plain batch list are recycled. A plain
- * transfer allocates its {@link Completion}; its successful outcome, a {@link TransferDone}, is
- * shared with the previous transfer while lengths repeat (a new length allocates a new one), and a
- * failure allocates its {@link DmaException} and an {@link Outcome.Failed}. A checksummed transfer
- * allocates a {@code Checksummed} record here, and on the pool thread its Completion, its
- * TransferDone (which carries its checksum) and, when fewer bytes moved than the operand holds, a
- * slice of it. Each flush of checksummed completions allocates a new batch list, a job and the pool
- * queue's node, and the job a list of the completions it delivers. With tracing or metrics
- * installed, spans and attributes come on top.
+ * <p>This file reads in the order a transfer travels: intake, accept, post, reap, finish, deliver;
+ * then the recovery paths (completion deadline, dead clients, endpoint reset) and shutdown. Three
+ * helpers own a concern each: {@code WorkerTelemetry} (spans and metrics, called behind one boolean
+ * check), {@code ChecksumBatch} (checksummed completions on their way to the pool) and {@code
+ * CompletionDeadline} (when posted ops expire and when to give up on their flush).
+ *
+ * <p>Allocation: operations (each with its telemetry record), slots, client records and the plain
+ * batch list are recycled. A plain transfer allocates its {@link Completion}; its successful
+ * outcome, a {@link TransferDone}, is shared with the previous transfer while lengths repeat (a new
+ * length allocates a new one), and a failure allocates its {@link DmaException} and an {@link
+ * Outcome.Failed}. A checksummed transfer allocates a {@code Checksummed} record here, and on the
+ * pool thread its Completion, its TransferDone (which carries its checksum) and, when fewer bytes
+ * moved than the operand holds, a slice of it. Each flush of checksummed completions allocates a
+ * new batch list, a job and the pool queue's node, and the job a list of the completions it
+ * delivers (all in {@code ChecksumBatch}). With tracing or metrics installed, spans and attributes
+ * come on top ({@code WorkerTelemetry}).
  *
  * @param <T> the caller context type
  */
@@ -88,13 +92,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    */
   static final int MAX_RETRIES = 2;
 
-  /**
-   * How long the worker waits, on a provider whose removal flushes ({@link
-   * FabricEndpoint#removalFlushes()}), for the flushed completions of expired operations before it
-   * resets the endpoint anyway.
-   */
-  static final long FLUSH_GRACE_NS = 1_000_000_000L;
-
   private static final System.Logger LOG = System.getLogger(FabricWorker.class.getName());
 
   private final FabricEndpoint endpoint;
@@ -102,22 +99,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final PeerTable peers;
   private final WorkerChannel channel;
   private final BatchCompleter<T> completer;
-  private final ChecksumPool pool;
   private final AtomicLong outstanding;
   private final NanoClock ticker;
   private final long progressDeadlineNs;
   private final String deadlineText;
-  private final long completionDeadlineNs;
-  private final String completionDeadlineText;
-  // How often in-flight ops are checked against the completion deadline: often enough that one
-  // fails within a few percent of its deadline, rarely enough that the scan of the slots costs
-  // nothing per transfer.
-  private final long deadlineScanIntervalNs;
-  private long nextDeadlineScanNs;
-  // Ops that passed the completion deadline and are still in a slot: waiting for their flushed
-  // completion (removalFlushes) or for the endpoint reset that discards them.
-  private int expiredInFlight;
-  private long flushDeadlineNs;
+  private final CompletionDeadline completionDeadline;
   // Clients whose transfer passed a deadline, with the error their later transfers fail with at
   // once, until addPeer or removePeer. Empty (and never looked up) on a healthy server.
   private final LongObjectMap<DmaException> deadPeers = new LongObjectMap<>();
@@ -125,7 +111,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final Backoff backoff;
   private boolean closeTimedOut;
   private final RateLimitedLog warnings = new RateLimitedLog(LOG);
-  private final Telemetry telemetry;
+  private final WorkerTelemetry telemetry;
 
   private final int cap;
   private final Op<T>[] slots;
@@ -145,7 +131,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final List<Completion<T>> completions = new ArrayList<>();
   // Reaped ops wanting a checksum: their CRC and completion run on the pool so hashing never
   // stalls posting and reaping. The rest complete inline.
-  private List<Checksummed<T>> crcBatch = new ArrayList<>();
+  private final ChecksumBatch<T> checksums;
   private int drainSpins;
   private TransferDone lastDone;
 
@@ -184,12 +170,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       Consumer<byte[]> addressChanged,
       Telemetry telemetry) {
     this.endpoint = endpoint;
-    this.telemetry = telemetry;
+    this.telemetry = new WorkerTelemetry(telemetry);
     this.regions = regions;
     this.peers = peers;
     this.channel = channel;
     this.completer = completer;
-    this.pool = pool;
+    this.checksums = new ChecksumBatch<>(pool, completer, this.telemetry);
     this.outstanding = outstanding;
     this.ticker = ticker;
     this.progressDeadlineNs = progressDeadline.toNanos();
@@ -197,11 +183,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         "no progress posting for "
             + DurationFormat.format(progressDeadline)
             + ": peer unreachable or transmit queue stuck";
-    this.completionDeadlineNs = completionDeadline.toNanos();
-    this.completionDeadlineText =
-        "no completion within the completion deadline of " + DurationFormat.format(completionDeadline);
-    this.deadlineScanIntervalNs =
-        Math.max(1_000_000L, Math.min(completionDeadlineNs / 16, 100_000_000L));
+    this.completionDeadline = new CompletionDeadline(completionDeadline);
     this.addressChanged = addressChanged;
     this.backoff = new Backoff(channel);
     this.now = ticker.nanoTime();
@@ -216,16 +198,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
     this.freeSlotCount = cap;
     endpoint.openSlots(cap);
-    // Gauges read the worker's plain fields from the collection thread: a stale value is
-    // acceptable for a gauge, and int reads never tear.
-    telemetry.gauge("dma.in_flight", "Operations posted and not yet reaped", "", () -> inFlight);
-    telemetry.gauge("dma.pending", "Operations queued and not yet posted", "", () -> pendingCount);
-    telemetry.gauge("dma.peers", "Entries in the address vector", "", peers::entries);
-    telemetry.observedCounter("dma.region_cache.hits", "Registration-cache hits", regions::hits);
-    telemetry.observedCounter("dma.region_cache.misses", "Registration-cache misses", regions::misses);
-    telemetry.observedCounter(
-        "dma.region_cache.evictions", "Registrations evicted for the pinned-bytes bound", regions::evictions);
-    telemetry.gauge("dma.region_cache.pinned_bytes", "Bytes pinned by local registrations", "By", regions::pinnedBytes);
+    this.telemetry.registerGauges(() -> inFlight, () -> pendingCount, peers, regions);
   }
 
   /** The pending-queue length as of the last pass, for the gauge. */
@@ -319,28 +292,19 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         warnings.warn("completion queue read failed: " + error.getMessage());
       }
       boolean reapedAny = reaped > 0;
-      if (completionDeadlineNs > 0 && inFlight > 0 && now - nextDeadlineScanNs >= 0) {
-        nextDeadlineScanNs = now + deadlineScanIntervalNs;
+      if (completionDeadline.scanDue(now, inFlight)) {
+        completionDeadline.scanned(now);
         checkDeadlines();
       }
       pendingCount = pending.size();
       if (telemetry.tracePasses && (posted > 0 || reapedAny)) {
         // Emitted only when something moved; a debug aid the user opts into.
-        telemetry
-            .tracer
-            .spanBuilder("dma.worker_pass")
-            .setNoParent()
-            .setAttribute("dma.in_flight", inFlight)
-            .setAttribute("dma.posted", posted)
-            .setAttribute("dma.reaped", reaped)
-            .setAttribute("dma.pending", pendingCount)
-            .startSpan()
-            .end();
+        telemetry.pass(inFlight, posted, reaped, pendingCount);
       }
 
       boolean idle = pending.isEmpty() && inFlight == 0;
-      if (shouldFlushChecksums(crcBatch.size(), posted, reapedAny, idle)) {
-        flushChecksums();
+      if (shouldFlushChecksums(checksums.size(), posted, reapedAny, idle)) {
+        checksums.flush();
       }
 
       if (!completions.isEmpty()) {
@@ -398,187 +362,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private long now;
 
   private int passes;
-
-  /**
-   * Fails every in-flight op past the completion deadline, marks its client dead, and recovers the
-   * endpoint so the op's completion can be delivered safely: by the flush its peer's removal
-   * causes where the provider guarantees one, otherwise (and when the flush does not come) by
-   * resetting the endpoint. An expired op is delivered only from its reaped completion or from
-   * the reset, never on the timer alone: until then the provider may still write its operand.
-   */
-  private void checkDeadlines() {
-    boolean expiredNow = false;
-    for (int slot = 0; slot < cap; slot++) {
-      Op<T> op = slots[slot];
-      if (op != null && !op.expired && now - op.postedAtNs >= completionDeadlineNs) {
-        op.expired = true;
-        expiredInFlight++;
-        expiredNow = true;
-        if (telemetry.metrics) {
-          telemetry.completionDeadlineFailures.add(1, telemetry.device);
-        }
-        long clientId = op.client.id;
-        if (deadPeers.get(clientId) == null) {
-          markDead(clientId, completionDeadlineText);
-          if (endpoint.removalFlushes()) {
-            // Its posted ops come back as flushed error completions.
-            peers.release(clientId);
-          }
-        }
-      }
-    }
-    if (expiredInFlight == 0) {
-      return;
-    }
-    if (!endpoint.removalFlushes()) {
-      resetEndpoint("a transfer passed the completion deadline");
-    } else if (expiredNow) {
-      flushDeadlineNs = now + FLUSH_GRACE_NS;
-    } else if (now - flushDeadlineNs >= 0) {
-      resetEndpoint("a flushed transfer's completion did not come");
-    }
-  }
-
-  /**
-   * Marks a client dead after one of its transfers passed a deadline: its queued transfers fail
-   * now, and new ones fail at intake, each with the same error, instead of each waiting out a
-   * deadline of its own.
-   */
-  private void markDead(long clientId, String deadline) {
-    DmaException unreachable =
-        new DmaException(
-            DmaException.Kind.TRANSFER,
-            DmaException.Reason.PEER_UNREACHABLE,
-            "client "
-                + clientId
-                + " is unreachable ("
-                + deadline
-                + "); its transfers fail at once until the peer is added again",
-            0,
-            0,
-            null);
-    deadPeers.put(clientId, unreachable);
-    for (var queued = pending.iterator(); queued.hasNext(); ) {
-      Op<T> op = queued.next();
-      if (op.client.id == clientId) {
-        queued.remove();
-        failUnposted(op, unreachable);
-      }
-    }
-  }
-
-  /** The failure of an op of {@code clientId} that passed the completion deadline. */
-  private DmaException completionDeadlineError(long clientId) {
-    return new DmaException(
-        DmaException.Kind.TRANSFER,
-        DmaException.Reason.DEADLINE,
-        completionDeadlineText + " (client " + clientId + "): peer unreachable or completion lost",
-        0,
-        0,
-        null);
-  }
-
-  /**
-   * Closes and reopens the endpoint's transport ({@link FabricEndpoint#reset()}): the one state in
-   * which no provider can still touch a posted operand. Then every op that was in flight is
-   * finished: expired ones fail with the deadline, ones of dead clients with their client's
-   * error, and the rest, which failed through no fault of their own, are posted again (at most
-   * {@link #MAX_RETRIES} times, then they fail as {@link DmaException.Reason#ENDPOINT_RESET},
-   * retryable). Live peers are inserted again; queued transfers go out on the new endpoint.
-   */
-  private void resetEndpoint(String why) {
-    byte[] addressBefore = endpoint.localAddress();
-    try {
-      endpoint.reset();
-    } catch (RuntimeException cannot) {
-      // Nothing else makes the operands safe to hand back: stop, and let shutDown close the
-      // endpoint before it fails everything.
-      throw new IllegalStateException(
-          "the endpoint could not be reset after " + why + ": " + cannot, cannot);
-    }
-    expiredInFlight = 0;
-    if (telemetry.metrics) {
-      telemetry.endpointResets.add(1, telemetry.device);
-    }
-    int retried = 0;
-    int failed = 0;
-    ArrayDeque<Op<T>> again = new ArrayDeque<>();
-    for (int slot = 0; slot < cap; slot++) {
-      Op<T> op = slots[slot];
-      if (op == null) {
-        continue;
-      }
-      slots[slot] = null;
-      freeSlots[freeSlotCount++] = slot;
-      inFlight = Math.max(0, inFlight - 1);
-      DmaException dead = deadPeers.get(op.client.id);
-      if (op.expired) {
-        finishReaped(op, completionDeadlineError(op.client.id));
-        failed++;
-      } else if (dead != null) {
-        finishReaped(op, dead);
-        failed++;
-      } else if (op.retries < MAX_RETRIES) {
-        op.retries++;
-        endSpansForRetry(op, "endpoint reset");
-        again.addLast(op);
-        retried++;
-      } else {
-        finishReaped(
-            op,
-            new DmaException(
-                DmaException.Kind.TRANSFER,
-                DmaException.Reason.ENDPOINT_RESET,
-                "the endpoint was reset while this transfer was posted ("
-                    + why
-                    + "), after "
-                    + op.retries
-                    + " retries; submitting it again is safe",
-                0,
-                0,
-                null));
-        failed++;
-      }
-    }
-    // Posted again ahead of everything queued behind them, in their original order.
-    while (!again.isEmpty()) {
-      pending.addFirst(again.pollLast());
-    }
-    int reinserted = peers.reinsertAfterReset(clientId -> deadPeers.get(clientId) == null);
-    byte[] address = endpoint.localAddress();
-    if (!java.util.Arrays.equals(address, addressBefore)) {
-      try {
-        addressChanged.accept(address.clone());
-      } catch (RuntimeException listenerBug) {
-        LOG.log(Level.ERROR, "the local-address listener threw; the worker carries on", listenerBug);
-      }
-    }
-    LOG.log(
-        Level.WARNING,
-        "reset the endpoint ("
-            + why
-            + "): "
-            + failed
-            + " transfers failed, "
-            + retried
-            + " posted again, "
-            + reinserted
-            + " peers inserted again");
-  }
-
-  /** Ends the spans of an op whose post is being abandoned and retried. */
-  private void endSpansForRetry(Op<T> op, String why) {
-    if (op.await != null) {
-      op.await.end();
-      op.await = null;
-    }
-    if (op.wire != null) {
-      op.wire.setStatus(StatusCode.ERROR, why + "; posted again");
-      op.wire.end();
-      op.wire = null;
-    }
-  }
-
 
   /** Drains the channel without blocking; returns whether it is closed and drained. */
   private boolean intake() {
@@ -690,7 +473,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /** Completes a transfer that never became an op (nothing was counted for a client yet). */
   private void refuseAtIntake(T context, DmaException error) {
     releaseOutstanding();
-    countFailure(error);
+    telemetry.refused(error);
     completions.add(new Completion<>(context, Outcome.failed(error)));
   }
 
@@ -764,9 +547,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       op.stalled = true;
       op.stalledSinceNs = now;
     }
-    if (telemetry.metrics) {
-      telemetry.stalls.add(1, telemetry.device);
-    }
+    telemetry.stalled();
     // Also while closing: a connection still being set up answers -FI_EAGAIN too, so a stalled op
     // keeps its chance until the deadline, which bounds how long close() waits.
     if (now - op.stalledSinceNs < progressDeadlineNs) {
@@ -776,9 +557,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     DmaException error =
         new DmaException(
             DmaException.Kind.TRANSFER, DmaException.Reason.DEADLINE, deadlineText, -code, 0, null);
-    if (telemetry.metrics) {
-      telemetry.deadlineFailures.add(1, telemetry.device);
-    }
+    telemetry.progressDeadlinePassed();
     // Fail it first, so the client's other queued ops fail after it, not before.
     long clientId = op.client.id;
     failUnposted(op, error);
@@ -804,7 +583,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
                 thrown));
   }
 
-  /** Posts one op; returns the raw code. Throws for a set-up failure (peer or registration). */
+  /**
+   * Posts one op; returns the raw code. Throws for a set-up failure (peer or registration).
+   *
+   * <p>Kept under the JIT's hot inlining limit ({@code FreqInlineSize}, 325 bytes of bytecode) so
+   * that postPass inlines it; that is why the telemetry steps here are single calls.
+   */
   private int post(Op<T> op) {
     TransferRequest<T> request = op.request;
     long peer = peers.handle(request.clientId(), request.peerAddress());
@@ -813,11 +597,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     // operand on every refused post would pin and unpin it thousands of times a second.
     Registration lease = op.lease;
     if (lease == null) {
-      if (telemetry.tracing) {
-        lease = leaseTraced(op, address);
-      } else {
-        lease = regions.lease(address, op.lengthBytes, request.context());
-      }
+      lease = leaseOperand(op, address);
       op.lease = lease;
     }
     long descriptor = lease == null ? 0 : lease.descriptor();
@@ -857,11 +637,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       op.stalled = false;
       slots[slot] = op;
       inFlight++;
-      if (telemetry.metrics) {
-        op.postedNs = System.nanoTime();
-      }
-      if (telemetry.tracing) {
-        startWireSpans(op);
+      if (telemetry.on) {
+        telemetry.posted(op, request, op.lengthBytes);
       }
     } else {
       freeSlots[freeSlotCount++] = slot;
@@ -869,45 +646,102 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     return code;
   }
 
+  /** Leases an op's operand; while tracing, with a span when the lease had to register. */
+  private Registration leaseOperand(Op<T> op, long address) {
+    T context = op.request.context();
+    return telemetry.tracing
+        ? telemetry.leaseTraced(regions, address, op.lengthBytes, context)
+        : regions.lease(address, op.lengthBytes, context);
+  }
+
+  // The reap: endpoint.reap calls back here once per completion, on the worker thread.
+
   @Override
   public void completed(int slot) {
-    Op<T> op = reclaim(slot);
-    if (op != null) {
-      // An op that passed its deadline and then completed did land: it succeeded, late.
-      finishReaped(op, null);
-    }
+    reap(slot, false, 0, 0, null);
   }
 
   @Override
   public void failed(int slot, int errno, int providerErrno, String message) {
+    reap(slot, true, errno, providerErrno, message);
+  }
+
+  /**
+   * The reap of one completion, top to bottom: free its slot, decide its outcome (or post it
+   * again), then finish it.
+   */
+  private void reap(int slot, boolean failed, int errno, int providerErrno, String message) {
     Op<T> op = reclaim(slot);
     if (op == null) {
       return;
     }
+    // A success stands even for an op that passed its deadline: it did land, late.
+    DmaException error = null;
+    if (failed) {
+      if (postAgainAfterConnectionLoss(op, errno)) {
+        return;
+      }
+      error = failure(op, errno, providerErrno, message);
+    }
+    finishReaped(op, error);
+  }
+
+  /** Frees the slot of a completion and returns its op, or null for a slot holding none. */
+  private Op<T> reclaim(int slot) {
+    Op<T> op = slot >= 0 && slot < cap ? slots[slot] : null;
+    if (op == null) {
+      warnings.warn("the provider reaped slot " + slot + ", which holds no operation; ignored");
+      return null;
+    }
+    slots[slot] = null;
+    freeSlots[freeSlotCount++] = slot;
+    // Saturating: a reap that outran in-flight would otherwise leave the worker unable to post.
+    inFlight = Math.max(0, inFlight - 1);
+    if (op.expired) {
+      completionDeadline.expiredReaped();
+    }
+    return op;
+  }
+
+  /**
+   * Queues an op whose error completion says its connection was torn down under it (on tcp;ofi_rxm
+   * another transfer's bad key does that), not by its own fault, to be posted again once the
+   * provider reconnects; returns whether it did. Not an op past its deadline, one of a dead client,
+   * or one out of retries.
+   */
+  private boolean postAgainAfterConnectionLoss(Op<T> op, int errno) {
+    if (op.expired
+        || !isConnectionLevel(errno)
+        || op.retries >= MAX_RETRIES
+        || (!deadPeers.isEmpty() && deadPeers.get(op.client.id) != null)) {
+      return false;
+    }
+    retry(op, "connection reset");
+    pending.addFirst(op);
+    return true;
+  }
+
+  /** Counts a retry of an op whose post is being abandoned; the caller queues it again. */
+  private void retry(Op<T> op, String why) {
+    op.retries++;
+    if (telemetry.tracing) {
+      telemetry.retried(op, why);
+    }
+  }
+
+  /** The failure an error completion stands for. */
+  private DmaException failure(Op<T> op, int errno, int providerErrno, String message) {
     if (op.expired) {
       // The flush of an op that passed its deadline: the deadline is why it failed.
-      finishReaped(op, completionDeadlineError(op.client.id));
-      return;
+      return completionDeadline.error(op.client.id);
     }
-    if (isConnectionLevel(errno)
-        && op.retries < MAX_RETRIES
-        && (deadPeers.isEmpty() || deadPeers.get(op.client.id) == null)) {
-      // The connection was torn down under it (on tcp;ofi_rxm another transfer's bad key does
-      // that), not by its own fault: post it again, once the provider reconnects.
-      op.retries++;
-      endSpansForRetry(op, "connection reset");
-      pending.addFirst(op);
-      return;
-    }
-    finishReaped(
-        op,
-        new DmaException(
-            DmaException.Kind.TRANSFER,
-            DmaException.Reason.ofErrno(errno),
-            message,
-            errno,
-            providerErrno,
-            null));
+    return new DmaException(
+        DmaException.Kind.TRANSFER,
+        DmaException.Reason.ofErrno(errno),
+        message,
+        errno,
+        providerErrno,
+        null);
   }
 
   /**
@@ -924,35 +758,26 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     };
   }
 
-  private Op<T> reclaim(int slot) {
-    Op<T> op = slot >= 0 && slot < cap ? slots[slot] : null;
-    if (op == null) {
-      warnings.warn("the provider reaped slot " + slot + ", which holds no operation; ignored");
-      return null;
-    }
-    slots[slot] = null;
-    freeSlots[freeSlotCount++] = slot;
-    // Saturating: a reap that outran in-flight would otherwise leave the worker unable to post.
-    inFlight = Math.max(0, inFlight - 1);
-    if (op.expired) {
-      expiredInFlight--;
-    }
-    return op;
-  }
-
+  /**
+   * Finishes an op that was posted (reaped, or failed by a reset), in order: records its telemetry,
+   * accounts it and recycles it, and buffers its completion, a checksummed one for the next flush
+   * to the pool and a plain one for the next delivery.
+   *
+   * @param error its failure, or null for a success
+   */
   private void finishReaped(Op<T> op, DmaException error) {
-    if (telemetry.metrics || telemetry.tracing) {
-      recordReaped(op, error);
+    TransferRequest<T> request = op.request;
+    if (telemetry.on) {
+      telemetry.reaped(op, isRead(request), op.lengthBytes, error);
     }
-    if (op.request.checksum() == Checksum.CRC32C) {
-      T context = op.request.context();
-      MemorySegment operand = op.operand;
-      long length = op.lengthBytes;
-      Span wire = op.wire;
+    if (request.checksum() == Checksum.CRC32C) {
+      // Handed over before accountFinished recycles the op and clears its spans.
+      checksums.add(request.context(), op.operand, op.lengthBytes, error, op.wire);
       accountFinished(op);
-      crcBatch.add(new Checksummed<>(context, operand, length, error, wire, telemetry));
     } else {
-      complete(op, error == null ? done(op.lengthBytes) : Outcome.failed(error));
+      Outcome outcome = error == null ? done(op.lengthBytes) : Outcome.failed(error);
+      accountFinished(op);
+      completions.add(new Completion<>(request.context(), outcome));
     }
   }
 
@@ -971,22 +796,13 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /**
    * Fails an op that never reached the wire (post refused, deadline, set-up step) and accounts it.
-   * Reaped ops are counted in recordReaped instead.
+   * Reaped ops are counted in finishReaped instead.
    */
   private void failUnposted(Op<T> op, DmaException error) {
-    countFailure(error);
-    if (telemetry.metrics) {
-      boolean read = op.request.direction() instanceof Direction.FromPeer;
-      telemetry.transfers.add(1, read ? telemetry.readFailed : telemetry.writeFailed);
-    }
-    complete(op, Outcome.failed(error));
-  }
-
-  /** Completes an op inline with an outcome and accounts it. */
-  private void complete(Op<T> op, Outcome outcome) {
-    T context = op.request.context();
+    TransferRequest<T> request = op.request;
+    telemetry.failedUnposted(isRead(request), error);
     accountFinished(op);
-    completions.add(new Completion<>(context, outcome));
+    completions.add(new Completion<>(request.context(), Outcome.failed(error)));
   }
 
   /** Accounts one finished op (reaped, or failed before posting) and recycles it. */
@@ -1010,85 +826,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.request = null;
     op.operand = null;
     op.client = null;
-    op.parent = null;
-    op.wire = null;
-    op.await = null;
+    op.clearTrace();
     spareOps.addLast(op);
   }
 
-  private void countFailure(DmaException error) {
-    if (telemetry.metrics) {
-      telemetry.errors.add(
-          1,
-          error.kind() == DmaException.Kind.FABRIC ? telemetry.fabricError : telemetry.transferError);
-    }
-  }
-
-  /** Leases with a {@code dma.region_register} span when the lease had to register (a miss). */
-  private Registration leaseTraced(Op<T> op, long address) {
-    long missesBefore = regions.misses();
-    long startNs = System.nanoTime();
-    long startEpochNs = System.currentTimeMillis() * 1_000_000L;
-    Registration lease = regions.lease(address, op.lengthBytes, op.request.context());
-    if (regions.misses() != missesBefore) {
-      // First-touch cost shows as a root span: registration serves every later operand inside it.
-      telemetry
-          .tracer
-          .spanBuilder("dma.region_register")
-          .setNoParent()
-          .setStartTimestamp(startEpochNs, java.util.concurrent.TimeUnit.NANOSECONDS)
-          .setAttribute(Telemetry.LENGTH, op.lengthBytes)
-          .startSpan()
-          .end(startEpochNs + (System.nanoTime() - startNs), java.util.concurrent.TimeUnit.NANOSECONDS);
-    }
-    return lease;
-  }
-
-  /** Starts {@code dma.wire} (post to reap) under the submitter's context, and its child wait. */
-  private void startWireSpans(Op<T> op) {
-    boolean read = op.request.direction() instanceof Direction.FromPeer;
-    Context parent = op.parent != null ? op.parent : Context.root();
-    Span wire =
-        telemetry
-            .tracer
-            .spanBuilder("dma.wire")
-            .setParent(parent)
-            .setAllAttributes(read ? telemetry.read : telemetry.write)
-            .setAttribute(Telemetry.LENGTH, op.lengthBytes)
-            .setAttribute(Telemetry.CLIENT, op.request.clientId())
-            .startSpan();
-    op.wire = wire;
-    op.await =
-        telemetry.tracer.spanBuilder("dma.await_completion").setParent(parent.with(wire)).startSpan();
-  }
-
-  /** Metrics and span ends for a reaped op. */
-  private void recordReaped(Op<T> op, DmaException error) {
-    boolean read = op.request.direction() instanceof Direction.FromPeer;
-    if (telemetry.metrics) {
-      var attributes =
-          error == null
-              ? (read ? telemetry.readDone : telemetry.writeDone)
-              : (read ? telemetry.readFailed : telemetry.writeFailed);
-      telemetry.transfers.add(1, attributes);
-      if (error == null) {
-        telemetry.bytes.add(op.lengthBytes, attributes);
-      } else {
-        countFailure(error);
-      }
-      telemetry.latency.record((System.nanoTime() - op.postedNs) * 1e-9, read ? telemetry.read : telemetry.write);
-    }
-    if (op.await != null) {
-      op.await.end();
-    }
-    if (op.wire != null) {
-      if (error != null) {
-        op.wire.setStatus(StatusCode.ERROR, error.getMessage());
-        op.wire.setAttribute(Telemetry.FABRIC_ERRNO, error.fabricErrno());
-        op.wire.setAttribute(Telemetry.PROVIDER_ERRNO, error.providerErrno());
-      }
-      op.wire.end();
-    }
+  private static boolean isRead(TransferRequest<?> request) {
+    return request.direction() instanceof Direction.FromPeer;
   }
 
   /** Drops one op from the device-wide tally that submit raised, never below zero. */
@@ -1102,12 +845,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     } while (!outstanding.compareAndSet(current, current - 1));
   }
 
-  private void flushChecksums() {
-    List<Checksummed<T>> batch = crcBatch;
-    crcBatch = new ArrayList<>();
-    pool.submit(new ChecksumJob<>(batch, completer));
-  }
-
   private void deliver(List<Completion<T>> batch) {
     try {
       completer.complete(batch);
@@ -1118,6 +855,155 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
     batch.clear();
   }
+
+  // Recovery, off the per-transfer path: the completion deadline, dead clients, endpoint reset.
+
+  /**
+   * Fails every in-flight op past the completion deadline, marks its client dead, and recovers the
+   * endpoint so the op's completion can be delivered safely: by the flush its peer's removal
+   * causes where the provider guarantees one, otherwise (and when the flush does not come) by
+   * resetting the endpoint. An expired op is delivered only from its reaped completion or from
+   * the reset, never on the timer alone: until then the provider may still write its operand.
+   */
+  private void checkDeadlines() {
+    boolean expiredNow = false;
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op != null && !op.expired && completionDeadline.passed(now, op.postedAtNs)) {
+        op.expired = true;
+        completionDeadline.expired();
+        expiredNow = true;
+        telemetry.completionDeadlinePassed();
+        long clientId = op.client.id;
+        if (deadPeers.get(clientId) == null) {
+          markDead(clientId, completionDeadline.text());
+          if (endpoint.removalFlushes()) {
+            // Its posted ops come back as flushed error completions.
+            peers.release(clientId);
+          }
+        }
+      }
+    }
+    String resetReason = completionDeadline.resetReason(now, expiredNow, endpoint.removalFlushes());
+    if (resetReason != null) {
+      resetEndpoint(resetReason);
+    }
+  }
+
+  /**
+   * Marks a client dead after one of its transfers passed a deadline: its queued transfers fail
+   * now, and new ones fail at intake, each with the same error, instead of each waiting out a
+   * deadline of its own.
+   */
+  private void markDead(long clientId, String deadline) {
+    DmaException unreachable =
+        new DmaException(
+            DmaException.Kind.TRANSFER,
+            DmaException.Reason.PEER_UNREACHABLE,
+            "client "
+                + clientId
+                + " is unreachable ("
+                + deadline
+                + "); its transfers fail at once until the peer is added again",
+            0,
+            0,
+            null);
+    deadPeers.put(clientId, unreachable);
+    for (var queued = pending.iterator(); queued.hasNext(); ) {
+      Op<T> op = queued.next();
+      if (op.client.id == clientId) {
+        queued.remove();
+        failUnposted(op, unreachable);
+      }
+    }
+  }
+
+  /**
+   * Closes and reopens the endpoint's transport ({@link FabricEndpoint#reset()}): the one state in
+   * which no provider can still touch a posted operand. Then every op that was in flight is
+   * finished: expired ones fail with the deadline, ones of dead clients with their client's
+   * error, and the rest, which failed through no fault of their own, are posted again (at most
+   * {@link #MAX_RETRIES} times, then they fail as {@link DmaException.Reason#ENDPOINT_RESET},
+   * retryable). Live peers are inserted again; queued transfers go out on the new endpoint.
+   */
+  private void resetEndpoint(String why) {
+    byte[] addressBefore = endpoint.localAddress();
+    try {
+      endpoint.reset();
+    } catch (RuntimeException cannot) {
+      // Nothing else makes the operands safe to hand back: stop, and let shutDown close the
+      // endpoint before it fails everything.
+      throw new IllegalStateException(
+          "the endpoint could not be reset after " + why + ": " + cannot, cannot);
+    }
+    completionDeadline.endpointReset();
+    telemetry.endpointReset();
+    int retried = 0;
+    int failed = 0;
+    ArrayDeque<Op<T>> again = new ArrayDeque<>();
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op == null) {
+        continue;
+      }
+      slots[slot] = null;
+      freeSlots[freeSlotCount++] = slot;
+      inFlight = Math.max(0, inFlight - 1);
+      DmaException dead = deadPeers.get(op.client.id);
+      if (op.expired) {
+        finishReaped(op, completionDeadline.error(op.client.id));
+        failed++;
+      } else if (dead != null) {
+        finishReaped(op, dead);
+        failed++;
+      } else if (op.retries < MAX_RETRIES) {
+        retry(op, "endpoint reset");
+        again.addLast(op);
+        retried++;
+      } else {
+        finishReaped(
+            op,
+            new DmaException(
+                DmaException.Kind.TRANSFER,
+                DmaException.Reason.ENDPOINT_RESET,
+                "the endpoint was reset while this transfer was posted ("
+                    + why
+                    + "), after "
+                    + op.retries
+                    + " retries; submitting it again is safe",
+                0,
+                0,
+                null));
+        failed++;
+      }
+    }
+    // Posted again ahead of everything queued behind them, in their original order.
+    while (!again.isEmpty()) {
+      pending.addFirst(again.pollLast());
+    }
+    int reinserted = peers.reinsertAfterReset(clientId -> deadPeers.get(clientId) == null);
+    byte[] address = endpoint.localAddress();
+    if (!java.util.Arrays.equals(address, addressBefore)) {
+      try {
+        addressChanged.accept(address.clone());
+      } catch (RuntimeException listenerBug) {
+        LOG.log(Level.ERROR, "the local-address listener threw; the worker carries on", listenerBug);
+      }
+    }
+    LOG.log(
+        Level.WARNING,
+        "reset the endpoint ("
+            + why
+            + "): "
+            + failed
+            + " transfers failed, "
+            + retried
+            + " posted again, "
+            + reinserted
+            + " peers inserted again");
+  }
+
+  // Shutdown: the endpoint closes first, then whatever the worker still holds fails.
 
   /**
    * Fails whatever is left and closes the endpoint. After a normal exit only never-posted ops and
@@ -1169,10 +1055,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       leftover.add(gone(op, failure));
     }
     // Deferred checksummed completions finish inline: the pool may be tearing down alongside.
-    for (Checksummed<T> checksummed : crcBatch) {
-      leftover.add(checksummed.toCompletion());
-    }
-    crcBatch.clear();
+    checksums.drainInto(leftover);
     // Whatever arrived but was never taken in (only when the loop failed) fails too; replies are
     // abandoned so their callers wake.
     while (true) {
@@ -1229,8 +1112,13 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     return List.of();
   }
 
-  /** Per-op state, recycled: a transfer between intake and completion. */
-  private static final class Op<T extends Operands> {
+  /**
+   * Per-op state, recycled: a transfer between intake and completion. Its telemetry fields (the
+   * submitter's context, the spans, the post time) are inherited from {@link
+   * WorkerTelemetry.OpTrace} rather than held in an object of their own, so with telemetry off a
+   * transfer pays no extra load or allocation for them.
+   */
+  private static final class Op<T extends Operands> extends WorkerTelemetry.OpTrace {
     TransferRequest<T> request;
     MemorySegment operand;
     long lengthBytes;
@@ -1244,11 +1132,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     int retries;
     // When it was posted, on the worker's ticker; the completion deadline counts from here.
     long postedAtNs;
-    // Telemetry, only when installed: the submitter's context, the spans, the post time.
-    Context parent;
-    Span wire;
-    Span await;
-    long postedNs;
     // When the provider first answered -FI_EAGAIN; the progress deadline counts from here.
     long stalledSinceNs;
   }
@@ -1260,40 +1143,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     boolean removalPending;
   }
 
-  /** A reaped op awaiting its checksummed completion on the pool. */
-  private record Checksummed<T>(
-      T context,
-      MemorySegment operand,
-      long lengthBytes,
-      DmaException error,
-      Span wire,
-      Telemetry telemetry) {
-    Completion<T> toCompletion() {
-      if (error != null) {
-        return new Completion<>(context, Outcome.failed(error));
-      }
-      MemorySegment bytes =
-          operand.byteSize() == lengthBytes ? operand : operand.asSlice(0, lengthBytes);
-      Span span =
-          wire == null
-              ? null
-              : telemetry
-                  .tracer
-                  .spanBuilder("dma.checksum")
-                  .setParent(Context.root().with(wire))
-                  .setAttribute(Telemetry.LENGTH, lengthBytes)
-                  .startSpan();
-      try {
-        return new Completion<>(
-            context, TransferDone.withChecksum(lengthBytes, Checksums.crc32c(bytes)));
-      } finally {
-        if (span != null) {
-          span.end();
-        }
-      }
-    }
-  }
-
   /**
    * A transfer submitted while tracing is on, with the submitter's context (the parent of its
    * {@code dma.wire} span). Only allocated when tracing is installed.
@@ -1302,34 +1151,4 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * @param parent the submitter's current context
    */
   public record Traced(TransferRequest<?> request, Context parent) {}
-
-  /** Hashes a batch and delivers it, on a pool thread. */
-  private record ChecksumJob<T>(List<Checksummed<T>> batch, BatchCompleter<T> completer)
-      implements Runnable {
-    @Override
-    public void run() {
-      List<Completion<T>> done = new ArrayList<>(batch.size());
-      for (Checksummed<T> checksummed : batch) {
-        Completion<T> completion;
-        try {
-          completion = checksummed.toCompletion();
-        } catch (RuntimeException unreadable) {
-          // For example the operand's arena was closed before completion: this transfer fails,
-          // the rest of the batch is unaffected.
-          completion =
-              new Completion<>(
-                  checksummed.context(),
-                  Outcome.failed(
-                      new DmaException(
-                          DmaException.Kind.TRANSFER,
-                          "checksum failed: " + unreadable,
-                          0,
-                          0,
-                          unreadable)));
-        }
-        done.add(completion);
-      }
-      completer.complete(done);
-    }
-  }
 }

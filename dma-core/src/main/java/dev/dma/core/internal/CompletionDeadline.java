@@ -1,0 +1,119 @@
+package dev.dma.core.internal;
+
+import dev.dma.api.DmaException;
+import java.time.Duration;
+
+/**
+ * The completion deadline's clock and bookkeeping for one worker: when to scan the posted ops,
+ * whether one has passed the deadline, how many such expired ops still sit in a slot, and when the
+ * worker must give up waiting for their flush and reset the endpoint. What to do with an expired op
+ * (mark its client dead, release its peer, reset) stays with {@link FabricWorker}, which owns the
+ * slots.
+ *
+ * <p>Times are the worker's coarse clock ({@code now}, in nanoseconds of its ticker). Threads: the
+ * worker thread only.
+ */
+final class CompletionDeadline {
+  /**
+   * How long the worker waits, on a provider whose removal flushes ({@link
+   * dev.dma.spi.FabricEndpoint#removalFlushes()}), for the flushed completions of expired
+   * operations before it resets the endpoint anyway.
+   */
+  static final long FLUSH_GRACE_NS = 1_000_000_000L;
+
+  private final long deadlineNs;
+  private final String text;
+  // How often in-flight ops are checked against the completion deadline: often enough that one
+  // fails within a few percent of its deadline, rarely enough that the scan of the slots costs
+  // nothing per transfer.
+  private final long scanIntervalNs;
+  private long nextScanNs;
+  // Ops that passed the completion deadline and are still in a slot: waiting for their flushed
+  // completion (removalFlushes) or for the endpoint reset that discards them.
+  private int expiredInFlight;
+  private long flushDeadlineNs;
+
+  /**
+   * The bookkeeping for one deadline.
+   *
+   * @param deadline how long one posted op may wait for its completion, or zero for no bound
+   */
+  CompletionDeadline(Duration deadline) {
+    this.deadlineNs = deadline.toNanos();
+    this.text =
+        "no completion within the completion deadline of " + DurationFormat.format(deadline);
+    this.scanIntervalNs = Math.max(1_000_000L, Math.min(deadlineNs / 16, 100_000_000L));
+  }
+
+  /** The deadline in words, the reason a client is marked dead for it. */
+  String text() {
+    return text;
+  }
+
+  /**
+   * Whether the posted ops are due for a scan this pass: a deadline is set, something is in flight,
+   * and the scan interval has passed. Read every pass, so kept small enough for the JIT to inline.
+   */
+  boolean scanDue(long now, int inFlight) {
+    return deadlineNs > 0 && inFlight > 0 && now - nextScanNs >= 0;
+  }
+
+  /** Schedules the next scan an interval after this one. */
+  void scanned(long now) {
+    nextScanNs = now + scanIntervalNs;
+  }
+
+  /** Whether an op posted at {@code postedAtNs} has passed the deadline. */
+  boolean passed(long now, long postedAtNs) {
+    return now - postedAtNs >= deadlineNs;
+  }
+
+  /** Counts an op the scan just found past the deadline, still in its slot. */
+  void expired() {
+    expiredInFlight++;
+  }
+
+  /** Counts an expired op that left its slot by its (late or flushed) completion. */
+  void expiredReaped() {
+    expiredInFlight--;
+  }
+
+  /** Forgets every expired op: an endpoint reset has just discarded them all. */
+  void endpointReset() {
+    expiredInFlight = 0;
+  }
+
+  /**
+   * After a scan, why the endpoint must be reset now, or null when it need not (yet). Without a
+   * flushing removal, any expired op still posted needs the reset; with one, its flushed completion
+   * gets {@link #FLUSH_GRACE_NS} from the scan that first found an op expired, then the reset comes
+   * anyway.
+   *
+   * @param expiredNow whether this scan found a newly expired op
+   * @param removalFlushes whether the provider flushes a removed peer's posted ops
+   */
+  String resetReason(long now, boolean expiredNow, boolean removalFlushes) {
+    if (expiredInFlight == 0) {
+      return null;
+    }
+    if (!removalFlushes) {
+      return "a transfer passed the completion deadline";
+    }
+    if (expiredNow) {
+      flushDeadlineNs = now + FLUSH_GRACE_NS;
+      return null;
+    }
+    return now - flushDeadlineNs >= 0 ? "a flushed transfer's completion did not come" : null;
+  }
+
+  /** The failure of an op of {@code clientId} that passed the completion deadline. */
+  DmaException error(long clientId) {
+    return new DmaException(
+        DmaException.Kind.TRANSFER,
+        DmaException.Reason.DEADLINE,
+        text + " (client " + clientId + "): peer unreachable or completion lost",
+        0,
+        0,
+        null);
+  }
+}
