@@ -7,7 +7,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -106,28 +105,29 @@ public final class FakeFabric implements AutoCloseable {
    * @throws DmaException of kind FABRIC naming the fabrics that are open, when none has the name
    */
   public static FakeFabric named(String name) {
-    return find(name)
-        .orElseThrow(
-            () ->
-                DmaException.fabric(
-                    "no fabric domain named \""
-                        + name
-                        + "\"; open fake fabrics: "
-                        + names()
-                        + " (create one with FakeFabric.create(\""
-                        + name
-                        + "\"))"));
+    FakeFabric fabric = find(name);
+    if (fabric == null) {
+      throw DmaException.fabric(
+          "no fabric domain named \""
+              + name
+              + "\"; open fake fabrics: "
+              + names()
+              + " (create one with FakeFabric.create(\""
+              + name
+              + "\"))");
+    }
+    return fabric;
   }
 
   /**
    * The open fabric with this name, if any.
    *
    * @param name the name
-   * @return the fabric, or empty
+   * @return the fabric, or {@code null} when none is open with that name
    */
-  public static Optional<FakeFabric> find(String name) {
+  public static @Nullable FakeFabric find(String name) {
     synchronized (REGISTRY_LOCK) {
-      return Optional.ofNullable(REGISTRY.get(name));
+      return REGISTRY.get(name);
     }
   }
 
@@ -218,11 +218,11 @@ public final class FakeFabric implements AutoCloseable {
    * address is what clients insert).
    *
    * @param address an endpoint's address
-   * @return the endpoint, or empty when no open endpoint of this fabric has it
+   * @return the endpoint, or {@code null} when no open endpoint of this fabric has it
    */
-  public Optional<FakeEndpoint> endpoint(byte[] address) {
+  public @Nullable FakeEndpoint endpoint(byte[] address) {
     synchronized (lock) {
-      return Optional.ofNullable(endpointAt(address));
+      return endpointAt(address);
     }
   }
 

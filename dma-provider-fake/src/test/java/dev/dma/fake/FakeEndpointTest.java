@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -242,9 +244,9 @@ class FakeEndpointTest {
   void endpointsAreFoundByAddress() {
     try (FakeFabric fabric = FakeFabric.create("lookup")) {
       FakeEndpoint endpoint = fabric.openEndpoint();
-      assertEquals(java.util.Optional.of(endpoint), fabric.endpoint(endpoint.localAddress()));
+      assertSame(endpoint, fabric.endpoint(endpoint.localAddress()));
       endpoint.close();
-      assertTrue(fabric.endpoint(endpoint.localAddress()).isEmpty());
+      assertNull(fabric.endpoint(endpoint.localAddress()));
     }
   }
 

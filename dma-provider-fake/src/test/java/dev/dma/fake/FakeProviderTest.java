@@ -2,6 +2,7 @@ package dev.dma.fake;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -68,7 +69,7 @@ class FakeProviderTest {
       assertEquals(FakeFabric.DEFAULT_NAME, fabric.name());
       fabric.close();
     }
-    assertTrue(FakeFabric.find(FakeFabric.DEFAULT_NAME).isEmpty());
+    assertNull(FakeFabric.find(FakeFabric.DEFAULT_NAME));
   }
 
   @Test

@@ -18,6 +18,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -123,7 +124,7 @@ class EfaAddressTest {
               .provider(new FakeEfaProvider(EfaFabric.EFA_DIRECT))
               .completer(batch -> {})
               .start()) {
-        FakeEndpoint own = fabric.endpoint(service.localAddress()).orElseThrow();
+        FakeEndpoint own = Objects.requireNonNull(fabric.endpoint(service.localAddress()));
         byte[] old = fabric.openEndpoint().localAddress();
         service.addPeer(1, old);
         service.addPeer(2, old);

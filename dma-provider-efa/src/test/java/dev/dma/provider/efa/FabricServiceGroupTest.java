@@ -23,6 +23,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -70,7 +71,7 @@ class FabricServiceGroupTest {
               i ->
                   new DeviceEndpoint(
                       fabrics[i].name(),
-                      fabrics[i].endpoint(group.services().get(i).localAddress()).orElseThrow()))
+                      Objects.requireNonNull(fabrics[i].endpoint(group.services().get(i).localAddress()))))
           .toList();
     }
   }
