@@ -155,6 +155,27 @@ final class FabricObjects {
   }
 
   /**
+   * Opens one object on the domain through its ops table ({@code fi_av_open}, {@code fi_cq_open}):
+   * {@code op(domain, attr, &out, NULL)}, checked.
+   *
+   * @return the opened fid, read from {@code out}
+   */
+  private long openOnDomain(
+      long domainOps, long opOffset, String step, MemorySegment attr, MemorySegment out)
+      throws Throwable {
+    int rc =
+        (int)
+            Native.I_LLLL.invokeExact(
+                Native.function(domainOps, opOffset, step),
+                domain,
+                attr.address(),
+                out.address(),
+                0L);
+    check(step, rc);
+    return out.get(JAVA_LONG, 0);
+  }
+
+  /**
    * Opens the address vector, the completion queue and the endpoint on the open domain, binds and
    * enables the endpoint and reads back its ops tables and name: the part of opening that {@link
    * LibfabricEndpoint#reset()} repeats after {@link #closeTransport()}.
@@ -168,16 +189,7 @@ final class FabricObjects {
     long domainOps = Native.word(domain + Abi.DOMAIN_OPS);
     MemorySegment avAttr = arena.allocate(ATTR_BYTES, 8);
     avAttr.set(JAVA_INT, Abi.AV_ATTR_TYPE, Abi.FI_AV_TABLE);
-    rc =
-        (int)
-            Native.I_LLLL.invokeExact(
-                Native.function(domainOps, Abi.OPS_DOMAIN_AV_OPEN, "fi_av_open"),
-                domain,
-                avAttr.address(),
-                outAddress,
-                0L);
-    check("fi_av_open", rc);
-    av = out.get(JAVA_LONG, 0);
+    av = openOnDomain(domainOps, Abi.OPS_DOMAIN_AV_OPEN, "fi_av_open", avAttr, out);
     long avOps = Native.word(av + Abi.AV_OPS);
     fnAvInsert = Native.function(avOps, Abi.OPS_AV_INSERT, "fi_av_insert");
     fnAvRemove = Native.function(avOps, Abi.OPS_AV_REMOVE, "fi_av_remove");
@@ -185,16 +197,7 @@ final class FabricObjects {
     // Zeroed apart from the format: default size, and no wait object (FI_WAIT_NONE is 0).
     MemorySegment cqAttr = arena.allocate(ATTR_BYTES, 8);
     cqAttr.set(JAVA_INT, Abi.CQ_ATTR_FORMAT, Abi.FI_CQ_FORMAT_CONTEXT);
-    rc =
-        (int)
-            Native.I_LLLL.invokeExact(
-                Native.function(domainOps, Abi.OPS_DOMAIN_CQ_OPEN, "fi_cq_open"),
-                domain,
-                cqAttr.address(),
-                outAddress,
-                0L);
-    check("fi_cq_open", rc);
-    cq = out.get(JAVA_LONG, 0);
+    cq = openOnDomain(domainOps, Abi.OPS_DOMAIN_CQ_OPEN, "fi_cq_open", cqAttr, out);
     long cqOps = Native.word(cq + Abi.CQ_OPS);
     fnCqRead = Native.function(cqOps, Abi.OPS_CQ_READ, "fi_cq_read");
     fnCqReaderr = Native.function(cqOps, Abi.OPS_CQ_READERR, "fi_cq_readerr");

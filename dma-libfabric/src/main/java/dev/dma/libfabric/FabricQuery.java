@@ -21,15 +21,6 @@ import org.jspecify.annotations.Nullable;
  * Native#require()}).
  */
 final class FabricQuery {
-  /** The hint caps of every endpoint. */
-  private static final long HINT_CAPS =
-      Abi.FI_MSG
-          | Abi.FI_RMA
-          | Abi.FI_READ
-          | Abi.FI_WRITE
-          | Abi.FI_REMOTE_READ
-          | Abi.FI_REMOTE_WRITE;
-
   private FabricQuery() {}
 
   /**
@@ -47,7 +38,7 @@ final class FabricQuery {
       throw DmaException.fabric("fi_allocinfo failed");
     }
     try (Arena arena = Arena.ofConfined()) {
-      Native.MEMORY.set(JAVA_LONG, hints + Abi.INFO_CAPS, HINT_CAPS);
+      Native.MEMORY.set(JAVA_LONG, hints + Abi.INFO_CAPS, InfoEntry.HINT_CAPS);
       Native.MEMORY.set(JAVA_LONG, hints + Abi.INFO_MODE, policy.hintMode());
       Native.MEMORY.set(
           JAVA_INT, Native.word(hints + Abi.INFO_EP_ATTR) + Abi.EP_ATTR_TYPE, Abi.FI_EP_RDM);
