@@ -20,8 +20,8 @@ public interface CompletionSink {
    * @param slot the op slot the operation was posted with
    * @param errno libfabric's error number, positive
    * @param providerErrno the provider's error number
-   * @param message the full text, {@code completion error: <fi_strerror> (err=N); provider:
-   *     <fi_cq_strerror> (prov_errno=M)}
+   * @param message the full text, built by {@link CompletionMessages} ({@code completion error:
+   *     <fi_strerror> (err=N); provider: <fi_cq_strerror> (prov_errno=M)} and its variants)
    */
   void failed(int slot, int errno, int providerErrno, String message);
 }
