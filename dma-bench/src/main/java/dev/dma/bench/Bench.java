@@ -106,7 +106,7 @@ final class Bench {
     List<Result> results = new ArrayList<>();
     try (Arena arena = Arena.ofShared();
         Side service = Side.open(configuration, provider, loop, openTelemetry, striping);
-        Targets targets = Targets.open(plan, configuration, provider, service.localAddress())) {
+        Targets targets = Targets.open(plan, configuration, provider, service.localAddresses())) {
       if (striping.devices() > 1) {
         progress.note(
             String.format(
@@ -325,8 +325,16 @@ final class Bench {
       return service != null ? service : group.services().getFirst();
     }
 
-    byte[] localAddress() {
-      return first().localAddress();
+    /** Every device's fabric address, the first device's first: a target inserts them all. */
+    List<byte[]> localAddresses() {
+      if (service != null) {
+        return List.of(service.localAddress());
+      }
+      List<byte[]> addresses = new ArrayList<>();
+      for (FabricService<ClosedLoop.Slot> each : group.services()) {
+        addresses.add(each.localAddress());
+      }
+      return addresses;
     }
 
     int inFlightCap() {
@@ -367,7 +375,10 @@ final class Bench {
     public abstract void close();
 
     static Targets open(
-        Plan plan, DmaConfiguration configuration, FabricProvider provider, byte[] serverAddress)
+        Plan plan,
+        DmaConfiguration configuration,
+        FabricProvider provider,
+        List<byte[]> serverAddresses)
         throws IOException {
       if (!plan.pasted().isEmpty()) {
         List<Control.TargetAd> pasted = plan.pasted();
@@ -382,10 +393,10 @@ final class Bench {
         };
       }
       if (plan.connect().isPresent()) {
-        return remote(plan.connect().get(), serverAddress, null);
+        return remote(plan.connect().get(), serverAddresses, null);
       }
       if (plan.processes() == 2) {
-        return child(plan, serverAddress);
+        return child(plan, serverAddresses);
       }
       LocalTargets local = new LocalTargets(configuration, provider, plan.clients(), plan.maxSize());
       return new Targets() {
@@ -401,14 +412,14 @@ final class Bench {
       };
     }
 
-    private static Targets remote(String hostPort, byte[] serverAddress, Process child) {
+    private static Targets remote(String hostPort, List<byte[]> serverAddresses, Process child) {
       int colon = hostPort.lastIndexOf(':');
       if (colon <= 0) {
         throw new IllegalArgumentException("--connect wants HOST:PORT, not \"" + hostPort + "\"");
       }
       String host = hostPort.substring(0, colon);
       int port = Integer.parseInt(hostPort.substring(colon + 1));
-      Control.Session session = Control.connect(host, port, serverAddress);
+      Control.Session session = Control.connect(host, port, serverAddresses);
       return new Targets() {
         @Override
         List<Control.TargetAd> ads() {
@@ -429,7 +440,7 @@ final class Bench {
      * Starts {@code dma-bench target} in a child JVM on loopback and connects to it. The child
      * exits when its standard input closes, so it never outlives this process.
      */
-    private static Targets child(Plan plan, byte[] serverAddress) throws IOException {
+    private static Targets child(Plan plan, List<byte[]> serverAddresses) throws IOException {
       String java =
           ProcessHandle.current()
               .info()
@@ -491,7 +502,7 @@ final class Bench {
                 "dma-bench-child-out");
         drain.setDaemon(true);
         drain.start();
-        return remote(listening, serverAddress, process);
+        return remote(listening, serverAddresses, process);
       } catch (IOException | RuntimeException | InterruptedException e) {
         stopChild(process);
         if (e instanceof InterruptedException) {

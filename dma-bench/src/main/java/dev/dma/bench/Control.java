@@ -25,14 +25,15 @@ import java.util.function.Consumer;
  * TCP, the way the C anchor exchanges addresses out of band, readable with {@code nc}.
  *
  * <pre>
- * server → target   HELLO dma-bench 1 &lt;server fabric address, hex&gt;
+ * server → target   HELLO dma-bench 1 &lt;server fabric address, hex&gt; [&lt;another, hex&gt; ...]
  * target → server   TARGET &lt;dma provider&gt; &lt;libfabric provider&gt; &lt;count&gt;
  * target → server   AD &lt;address hex&gt; &lt;key&gt; &lt;remote address&gt; &lt;length&gt;   (count times)
  * server → target   DONE                  (after the run)
  * target → server   BYE
  * </pre>
  *
- * A target that cannot serve answers {@code ERROR <text>} instead of {@code TARGET}. An {@code AD}
+ * A server of several devices (a striping group) sends every device's address; the target inserts
+ * each. A target that cannot serve answers {@code ERROR <text>} instead of {@code TARGET}. An {@code AD}
  * line's first three fields are exactly {@link Advertisement#toFields()}, so a printed one can be
  * pasted into {@code serve --advertisement}.
  */
@@ -143,12 +144,12 @@ public final class Control {
    *
    * @param host the target's control host
    * @param port its control port
-   * @param serverAddress this server's fabric address, which the target inserts into its address
-   *     vector (efa-direct needs that before the server can reach it)
+   * @param serverAddresses this server's fabric addresses, one per device, which the target inserts
+   *     into its address vector (efa-direct needs that before the server can reach it)
    * @return the open session
    * @throws UncheckedIOException when the target cannot be reached or answers nonsense
    */
-  public static Session connect(String host, int port, byte[] serverAddress) {
+  public static Session connect(String host, int port, List<byte[]> serverAddresses) {
     Socket socket = new Socket();
     try {
       socket.connect(new InetSocketAddress(host, port), HANDSHAKE_TIMEOUT_MS);
@@ -157,7 +158,11 @@ public final class Control {
       BufferedReader in =
           new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
       PrintWriter out = writer(socket);
-      out.println(HELLO + " " + Advertisement.encodeHex(serverAddress));
+      StringBuilder hello = new StringBuilder(HELLO);
+      for (byte[] address : serverAddresses) {
+        hello.append(' ').append(Advertisement.encodeHex(address));
+      }
+      out.println(hello);
       out.flush();
       String line = in.readLine();
       if (line == null) {
@@ -198,7 +203,7 @@ public final class Control {
    *
    * @param server the listening socket
    * @param offer what to offer every server
-   * @param insertPeer inserts a server's fabric address on the target's endpoint
+   * @param insertPeer inserts one of a server's fabric addresses on the target's endpoint
    * @param once whether to return after the first session
    * @param log where to say who connected
    */
@@ -218,12 +223,14 @@ public final class Control {
         PrintWriter out = writer(socket);
         String hello = in.readLine();
         if (hello == null || !hello.startsWith(HELLO + " ")) {
-          out.println("ERROR expected \"" + HELLO + " <address hex>\"");
+          out.println("ERROR expected \"" + HELLO + " <address hex> ...\"");
           out.flush();
           continue;
         }
         try {
-          insertPeer.accept(Advertisement.decodeHex(hello.substring(HELLO.length() + 1).strip()));
+          for (String address : hello.substring(HELLO.length() + 1).strip().split(" +")) {
+            insertPeer.accept(Advertisement.decodeHex(address));
+          }
         } catch (RuntimeException e) {
           out.println("ERROR cannot insert the server's address: " + e.getMessage());
           out.flush();

@@ -8,7 +8,7 @@ import dev.dma.api.Advertisement;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.Test;
 
 class ControlTest {
@@ -16,18 +16,21 @@ class ControlTest {
   void handshakeCarriesAdvertisementsAndTheServersAddress() throws Exception {
     Advertisement ad = new Advertisement(new byte[] {1, 2, (byte) 0xfe}, 77, 4096);
     Control.Offer offer = new Control.Offer("tcp", "net", List.of(new Control.TargetAd(ad, 1 << 20)));
-    AtomicReference<byte[]> inserted = new AtomicReference<>();
+    List<byte[]> inserted = new CopyOnWriteArrayList<>();
     try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      Thread thread = new Thread(() -> Control.serve(server, offer, inserted::set, true, m -> {}));
+      Thread thread = new Thread(() -> Control.serve(server, offer, inserted::add, true, m -> {}));
       thread.start();
       try (Control.Session session =
-          Control.connect("127.0.0.1", server.getLocalPort(), new byte[] {9, 8})) {
+          Control.connect(
+              "127.0.0.1", server.getLocalPort(), List.of(new byte[] {9, 8}, new byte[] {7}))) {
         assertEquals("tcp", session.offer().provider());
         assertEquals("net", session.offer().fabric());
         assertEquals(List.of(new Control.TargetAd(ad, 1 << 20)), session.offer().targets());
       }
       thread.join(5_000);
-      assertArrayEquals(new byte[] {9, 8}, inserted.get());
+      assertEquals(2, inserted.size(), "both devices' addresses are inserted");
+      assertArrayEquals(new byte[] {9, 8}, inserted.get(0));
+      assertArrayEquals(new byte[] {7}, inserted.get(1));
     }
   }
 
