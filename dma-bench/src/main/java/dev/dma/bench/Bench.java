@@ -315,6 +315,7 @@ final class Bench {
           FabricServiceGroup.<ClosedLoop.Slot>builder(devices)
               .provider(provider)
               .completer(loop)
+              .openTelemetry(openTelemetry)
               .stripeThresholdBytes(striping.thresholdBytes())
               .start();
       loop.bind(group);

@@ -12,6 +12,7 @@ import dev.dma.api.Outcome;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
 import dev.dma.spi.FabricProvider;
+import io.opentelemetry.api.OpenTelemetry;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -173,12 +174,15 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     try {
       for (String device : devices) {
         DmaConfiguration pinned = configuration.toBuilder().interfaces(List.of(device)).build();
-        started.add(
+        FabricService.Builder<T> service =
             FabricService.<T>builder(pinned)
                 .provider(provider)
                 .completer(router)
-                .checksumPool(pool)
-                .start());
+                .checksumPool(pool);
+        if (builder.openTelemetry != null) {
+          service.openTelemetry(builder.openTelemetry);
+        }
+        started.add(service.start());
       }
     } catch (RuntimeException | Error failed) {
       for (FabricService<T> service : started) {
@@ -492,6 +496,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     private final DmaConfiguration configuration;
     private @Nullable FabricProvider provider;
     private @Nullable BatchCompleter<T> completer;
+    private @Nullable OpenTelemetry openTelemetry;
     private long stripeThresholdBytes;
     private int stripeChunks;
 
@@ -521,6 +526,19 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
      */
     public Builder<T> completer(BatchCompleter<T> value) {
       this.completer = value;
+      return this;
+    }
+
+    /**
+     * Sets where every device's spans and metrics go (each service's {@code dma.device} attribute
+     * names its device); by default {@link io.opentelemetry.api.GlobalOpenTelemetry}, as for one
+     * {@link FabricService}.
+     *
+     * @param value the application's OpenTelemetry
+     * @return this builder
+     */
+    public Builder<T> openTelemetry(OpenTelemetry value) {
+      this.openTelemetry = value;
       return this;
     }
 

@@ -15,6 +15,7 @@ import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
+import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.PassiveTarget;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
@@ -296,6 +297,47 @@ class TelemetryTest {
             .orElseThrow();
     assertEquals(125L, failed.getAttributes().get(AttributeKey.longKey("dma.fabric_errno")));
     assertEquals(107L, failed.getAttributes().get(AttributeKey.longKey("dma.provider_errno")));
+  }
+
+  /**
+   * A group's devices report to the group's OpenTelemetry: one striped write of three chunks is
+   * three transfers and all its bytes in the metrics, and each device's wire spans are there.
+   */
+  @Test
+  void aStripingGroupReportsEveryDevicesTransfers() throws Exception {
+    long length = 3 * 64 * 1024;
+    try (FakeFabric fabric = FakeFabric.create("telemetry-group")) {
+      FakeEndpoint target = fabric.openEndpoint();
+      Advertisement ad =
+          target.expose(arena.allocate(length), RemoteAccess.READ_WRITE).advertisement();
+      Collector<Buffer> completions = new Collector<>();
+      String name = fabric.name();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder().providers("fake").interfaces(List.of(name, name, name)).build();
+      try (FabricServiceGroup<Buffer> group =
+          FabricServiceGroup.<Buffer>builder(configuration)
+              .completer(completions)
+              .openTelemetry(sdk)
+              .stripeThresholdBytes(64 * 1024)
+              .start()) {
+        MemorySegment local = arena.allocate(length);
+        assertTrue(group.submit(TransferRequest.write(1, ad, new Buffer(1, local))));
+        assertTrue(completions.take().outcome().isDone());
+        Collection<MetricData> all = metrics.collectAllMetrics();
+        Attributes writeDone =
+            Attributes.of(
+                AttributeKey.stringKey("dma.direction"),
+                "write",
+                AttributeKey.stringKey("dma.outcome"),
+                "done");
+        assertEquals(3, sum(all, "dma.transfers", writeDone), "one transfer per chunk");
+        assertEquals(length, sum(all, "dma.bytes", writeDone));
+      }
+      target.close();
+    }
+    long wires =
+        spans.getFinishedSpanItems().stream().filter(span -> span.getName().equals("dma.wire")).count();
+    assertEquals(3, wires, "a wire span per chunk");
   }
 
   @Test
