@@ -5,20 +5,20 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * What a passive client tells the server so the server can RMA into its buffer: its fabric
- * address, the remote key of its registered buffer, that buffer's remote address (a virtual
- * address on EFA, an offset on tcp) and, when known, how many bytes it exposes.
+ * What a passive client tells the server so the server can RMA into its buffer: its fabric address,
+ * the remote key of its registered buffer, that buffer's remote address (a virtual address on EFA,
+ * an offset on tcp) and, when known, how many bytes it exposes.
  *
  * <p>On the wire it is three fields, exactly as in the original protocol so a Java server serves
  * clients of either: the address as lowercase hex (uppercase accepted when parsing), then the key
  * and the remote address as unsigned decimal ASCII; and, optionally, a fourth: the exposed length
- * as decimal ASCII. {@link #toFields()} writes the fourth field only when the length is known, so
- * a peer that advertises no length reads back unchanged. A server uses the length to refuse a
+ * as decimal ASCII. {@link #toFields()} writes the fourth field only when the length is known, so a
+ * peer that advertises no length reads back unchanged. A server uses the length to refuse a
  * transfer outside the exposed region ({@link TransferRequest#outOfBoundsReason(long)}) instead of
  * handing it to a provider that may not check.
  *
- * <p>Construction and parsing refuse what no exposed region can be: an empty address, a length
- * that is neither {@link #UNKNOWN_LENGTH} nor positive, and a region that wraps past the top of the
+ * <p>Construction and parsing refuse what no exposed region can be: an empty address, a length that
+ * is neither {@link #UNKNOWN_LENGTH} nor positive, and a region that wraps past the top of the
  * address space. Immutable; {@link #address()} returns a copy.
  *
  * @param address the client's fabric address bytes, not empty
@@ -262,8 +262,9 @@ public record Advertisement(byte[] address, long remoteKey, long remoteAddress, 
 
   @Override
   public int hashCode() {
-    int hash = 31 * (31 * Arrays.hashCode(address) + Long.hashCode(remoteKey))
-        + Long.hashCode(remoteAddress);
+    int hash =
+        31 * (31 * Arrays.hashCode(address) + Long.hashCode(remoteKey))
+            + Long.hashCode(remoteAddress);
     return 31 * hash + Long.hashCode(lengthBytes);
   }
 

@@ -2,8 +2,8 @@ package dev.dma.api;
 
 /**
  * Whether a transfer's completion carries a checksum of its local operand, chosen per request
- * ({@link TransferRequest#withChecksum(Checksum)}); {@link Checksums} computes the same CRC-32C over
- * any segment, for the peer's side of a comparison.
+ * ({@link TransferRequest#withChecksum(Checksum)}); {@link Checksums} computes the same CRC-32C
+ * over any segment, for the peer's side of a comparison.
  *
  * <p>{@link #CRC32C} hashes the operand after the transfer completed (for a write the bytes sent,
  * for a read the bytes that landed), on the checksum pool. The operand must then be readable from

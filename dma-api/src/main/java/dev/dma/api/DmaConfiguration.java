@@ -132,7 +132,8 @@ public record DmaConfiguration(
     providers = names(providers, "providers");
     interfaces = names(interfaces, "interfaces");
     if (bind != null && (bind.isBlank() || bind.indexOf('\0') >= 0)) {
-      throw new IllegalArgumentException("bind must be a host name or address, not \"" + bind + "\"");
+      throw new IllegalArgumentException(
+          "bind must be a host name or address, not \"" + bind + "\"");
     }
     if (maxInFlight < 1) {
       throw new IllegalArgumentException("max_in_flight must be at least 1, not " + maxInFlight);
@@ -203,8 +204,8 @@ public record DmaConfiguration(
   /**
    * The provider that is used: the first of {@link #providers()}.
    *
-   * @return the provider name, or the empty string when none is named (the service then selects
-   *     the highest-priority available provider, see {@code FabricProviders.select})
+   * @return the provider name, or the empty string when none is named (the service then selects the
+   *     highest-priority available provider, see {@code FabricProviders.select})
    */
   public String provider() {
     return providers.isEmpty() ? "" : providers.getFirst();
@@ -257,8 +258,8 @@ public record DmaConfiguration(
 
   /**
    * Parses a byte count written as a whole number with an optional binary suffix: {@code k}, {@code
-   * m}, {@code g} or {@code t}, optionally followed by {@code b} or {@code ib} ({@code 512m}, {@code
-   * 64GiB}, {@code 4096}); {@code 1k} is 1024 bytes.
+   * m}, {@code g} or {@code t}, optionally followed by {@code b} or {@code ib} ({@code 512m},
+   * {@code 64GiB}, {@code 4096}); {@code 1k} is 1024 bytes.
    *
    * @param key the key being parsed, for the error message
    * @param text the text
@@ -277,7 +278,9 @@ public record DmaConfiguration(
     for (String name : names) {
       if (name == null || name.isBlank() || name.indexOf('\0') >= 0) {
         throw new IllegalArgumentException(
-            field + " must hold non-blank names, not " + (name == null ? "null" : "\"" + name + "\""));
+            field
+                + " must hold non-blank names, not "
+                + (name == null ? "null" : "\"" + name + "\""));
       }
       checked.add(name.strip());
     }
@@ -300,8 +303,8 @@ public record DmaConfiguration(
     private Builder() {}
 
     /**
-     * Sets the provider names: only the first is used, there is no fallback to the next; none
-     * (the default) selects the highest-priority available provider.
+     * Sets the provider names: only the first is used, there is no fallback to the next; none (the
+     * default) selects the highest-priority available provider.
      *
      * @param value provider names
      * @return this builder
@@ -312,8 +315,8 @@ public record DmaConfiguration(
     }
 
     /**
-     * Sets the provider names: only the first is used, there is no fallback to the next; none
-     * (the default) selects the highest-priority available provider.
+     * Sets the provider names: only the first is used, there is no fallback to the next; none (the
+     * default) selects the highest-priority available provider.
      *
      * @param value provider names
      * @return this builder

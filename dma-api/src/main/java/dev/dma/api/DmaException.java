@@ -7,9 +7,9 @@ import org.jspecify.annotations.Nullable;
  * The one exception type dma reports, carrying what kind of failure it was and, when libfabric
  * said, its error numbers.
  *
- * <p>{@link #getMessage()} is the exact text of the failure (for example
- * {@code "fabric worker is gone"}); {@link #toString()} prefixes it with the kind. Instances are
- * immutable and may be shared between threads.
+ * <p>{@link #getMessage()} is the exact text of the failure (for example {@code "fabric worker is
+ * gone"}); {@link #toString()} prefixes it with the kind. Instances are immutable and may be shared
+ * between threads.
  */
 public final class DmaException extends RuntimeException {
   @Serial private static final long serialVersionUID = 1L;
@@ -75,23 +75,23 @@ public final class DmaException extends RuntimeException {
      * The reason a libfabric error number implies, for failures that name no other.
      *
      * @param fabricErrno a positive {@code FI_E*} / errno value, or 0
-     * @return {@link #ACCESS_DENIED} for {@code EACCES}, {@code EPERM}, {@code FI_ENOKEY} and {@code
-     *     FI_EKEYREJECTED}; {@link #PEER_UNREACHABLE} for refused, reset, aborted, broken-pipe,
-     *     unreachable, host-down, timed-out and not-connected errors; {@link #PROVIDER} otherwise
-     *     (the values are {@link Errno}'s)
+     * @return {@link #ACCESS_DENIED} for {@code EACCES}, {@code EPERM}, {@code FI_ENOKEY} and
+     *     {@code FI_EKEYREJECTED}; {@link #PEER_UNREACHABLE} for refused, reset, aborted,
+     *     broken-pipe, unreachable, host-down, timed-out and not-connected errors; {@link
+     *     #PROVIDER} otherwise (the values are {@link Errno}'s)
      */
     public static Reason ofErrno(int fabricErrno) {
       return switch (Math.abs(fabricErrno)) {
         case Errno.FI_EPERM, Errno.FI_EACCES, Errno.FI_ENOKEY, Errno.FI_EKEYREJECTED ->
             ACCESS_DENIED;
         case Errno.EPIPE,
-                Errno.FI_ECONNABORTED,
-                Errno.FI_ECONNRESET,
-                Errno.FI_ENOTCONN,
-                Errno.FI_ETIMEDOUT,
-                Errno.FI_ECONNREFUSED,
-                Errno.FI_EHOSTDOWN,
-                Errno.FI_EHOSTUNREACH ->
+            Errno.FI_ECONNABORTED,
+            Errno.FI_ECONNRESET,
+            Errno.FI_ENOTCONN,
+            Errno.FI_ETIMEDOUT,
+            Errno.FI_ECONNREFUSED,
+            Errno.FI_EHOSTDOWN,
+            Errno.FI_EHOSTUNREACH ->
             PEER_UNREACHABLE;
         default -> PROVIDER;
       };
@@ -128,7 +128,8 @@ public final class DmaException extends RuntimeException {
    *
    * @param kind what failed
    * @param message the exact failure text
-   * @param fabricErrno libfabric's error number, positive ({@code FI_E*}), or {@link #UNKNOWN_ERRNO}
+   * @param fabricErrno libfabric's error number, positive ({@code FI_E*}), or {@link
+   *     #UNKNOWN_ERRNO}
    * @param providerErrno the provider's own error number, or {@link #UNKNOWN_ERRNO}
    * @param cause the underlying exception, or {@code null}
    */
@@ -143,7 +144,8 @@ public final class DmaException extends RuntimeException {
    * @param kind what failed
    * @param reason why, for callers that switch on it
    * @param message the exact failure text
-   * @param fabricErrno libfabric's error number, positive ({@code FI_E*}), or {@link #UNKNOWN_ERRNO}
+   * @param fabricErrno libfabric's error number, positive ({@code FI_E*}), or {@link
+   *     #UNKNOWN_ERRNO}
    * @param providerErrno the provider's own error number, or {@link #UNKNOWN_ERRNO}
    * @param cause the underlying exception, or {@code null}
    */

@@ -4,9 +4,9 @@ package dev.dma.api;
  * libfabric's error numbers, positive, as {@link DmaException#fabricErrno()} carries them and as
  * libfabric calls return them negated. Values below {@link #FI_ERRNO_OFFSET} are the Linux errno
  * values libfabric maps directly ({@code FI_EAGAIN} is {@code EAGAIN}); from it on they are
- * libfabric's own. The one home of these numbers in dma: the binding, the providers and the
- * service all use these, and the libfabric binding's ABI test checks every one against the
- * installed {@code rdma/fi_errno.h}. Constants and pure functions only.
+ * libfabric's own. The one home of these numbers in dma: the binding, the providers and the service
+ * all use these, and the libfabric binding's ABI test checks every one against the installed {@code
+ * rdma/fi_errno.h}. Constants and pure functions only.
  */
 public final class Errno {
   private Errno() {}

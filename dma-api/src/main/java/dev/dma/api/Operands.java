@@ -34,8 +34,8 @@ public interface Operands {
 
   /**
    * The buffer a {@link Direction.FromPeer} transfer of {@code lengthBytes} lands in. Exactly
-   * {@code lengthBytes} bytes land at its start; a longer segment's tail is untouched, a shorter one
-   * is refused rather than overrun.
+   * {@code lengthBytes} bytes land at its start; a longer segment's tail is untouched, a shorter
+   * one is refused rather than overrun.
    *
    * @param lengthBytes the length of the read
    * @return a native segment of at least {@code lengthBytes}, or {@code null} (the default)
@@ -74,7 +74,8 @@ public interface Operands {
    * Resolves the local operand of a transfer: the source for a write, the landing buffer for a
    * read, checked to be native, alive, inside the address space and long enough.
    *
-   * <p>Called by the fabric worker; public so that user tests and providers can apply the same rule.
+   * <p>Called by the fabric worker; public so that user tests and providers can apply the same
+   * rule.
    *
    * @param operands the caller context
    * @param direction the transfer's direction
@@ -90,7 +91,8 @@ public interface Operands {
       }
       checkNative(landing, "landing buffer");
       if (landing.byteSize() < lengthBytes) {
-        throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, 
+        throw DmaException.fabric(
+            DmaException.Reason.BAD_REQUEST,
             "the caller context allocated "
                 + landing.byteSize()
                 + " bytes for a "
@@ -122,16 +124,19 @@ public interface Operands {
 
   private static void checkNative(MemorySegment segment, String field) {
     if (!segment.isNative()) {
-      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, 
+      throw DmaException.fabric(
+          DmaException.Reason.BAD_REQUEST,
           "the caller context's " + field + " is a heap segment; operands must be native memory");
     }
     if (!segment.scope().isAlive()) {
-      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, 
+      throw DmaException.fabric(
+          DmaException.Reason.BAD_REQUEST,
           "the caller context's " + field + " belongs to an arena that is already closed");
     }
     long address = segment.address();
     if (address < 0 || address + segment.byteSize() < address) {
-      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, 
+      throw DmaException.fabric(
+          DmaException.Reason.BAD_REQUEST,
           "the caller context's "
               + field
               + " range at 0x"

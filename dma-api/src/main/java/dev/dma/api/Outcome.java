@@ -1,8 +1,6 @@
 package dev.dma.api;
 
-/**
- * How a transfer ended: {@link TransferDone} or {@link Failed}. Immutable.
- */
+/** How a transfer ended: {@link TransferDone} or {@link Failed}. Immutable. */
 public sealed interface Outcome permits TransferDone, Outcome.Failed {
 
   /**

@@ -44,8 +44,7 @@ class AdvertisementTest {
   @Test
   void rejectsMalformedFields() {
     assertEquals(AdvertisementException.Reason.ARITY, reasonOf(List.of("01", "42")));
-    assertEquals(
-        AdvertisementException.Reason.ARITY, reasonOf(List.of("01", "42", "1", "2", "3")));
+    assertEquals(AdvertisementException.Reason.ARITY, reasonOf(List.of("01", "42", "1", "2", "3")));
     assertEquals(AdvertisementException.Reason.HEX, reasonOf(List.of("abc", "42", "1")));
     assertEquals(AdvertisementException.Reason.HEX, reasonOf(List.of("zz", "42", "1")));
     assertEquals(AdvertisementException.Reason.INTEGER, reasonOf(List.of("01", "nope", "1")));
@@ -72,7 +71,8 @@ class AdvertisementTest {
     // The message starts with the protocol's text and goes on to name the field.
     assertTrue(messageOf(List.of()).startsWith("expected: address rkey remote-address"));
     assertTrue(messageOf(List.of("abc", "1", "1")).startsWith("invalid hex in address"));
-    assertTrue(messageOf(List.of("ab", "nope", "1")).startsWith("invalid integer in advertisement"));
+    assertTrue(
+        messageOf(List.of("ab", "nope", "1")).startsWith("invalid integer in advertisement"));
   }
 
   @Test
@@ -116,7 +116,8 @@ class AdvertisementTest {
     assertEquals(Advertisement.UNKNOWN_LENGTH, ad.lengthBytes());
     assertFalse(ad.lengthKnown());
     assertEquals(List.of("ab", "1", "2"), ad.toFields());
-    assertEquals(Advertisement.UNKNOWN_LENGTH, new Advertisement(new byte[] {1}, 1, 2).lengthBytes());
+    assertEquals(
+        Advertisement.UNKNOWN_LENGTH, new Advertisement(new byte[] {1}, 1, 2).lengthBytes());
   }
 
   @Test

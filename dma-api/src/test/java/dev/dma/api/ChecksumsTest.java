@@ -42,7 +42,9 @@ class ChecksumsTest {
       int expected = Checksums.crc32c(bytes);
       assertEquals(expected, Checksums.crc32c(segment));
       assertEquals(expected, Checksums.crc32c(MemorySegment.ofArray(bytes)));
-      assertEquals(0xE3069283, Checksums.crc32c(MemorySegment.ofArray("123456789".getBytes(StandardCharsets.US_ASCII))));
+      assertEquals(
+          0xE3069283,
+          Checksums.crc32c(MemorySegment.ofArray("123456789".getBytes(StandardCharsets.US_ASCII))));
     }
   }
 }

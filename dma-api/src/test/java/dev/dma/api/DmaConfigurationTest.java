@@ -105,8 +105,11 @@ class DmaConfigurationTest {
         invalid(() -> DmaConfiguration.builder().providers("tcp", " ").build()));
     assertEquals(
         "interfaces must hold non-blank names, not null",
-        invalid(() -> DmaConfiguration.builder().interfaces(java.util.Arrays.asList("a", null)).build()));
-    assertTrue(invalid(() -> DmaConfiguration.builder().bind(" ").build()).startsWith("bind must be"));
+        invalid(
+            () ->
+                DmaConfiguration.builder().interfaces(java.util.Arrays.asList("a", null)).build()));
+    assertTrue(
+        invalid(() -> DmaConfiguration.builder().bind(" ").build()).startsWith("bind must be"));
     assertEquals(
         "max_in_flight must be a whole number, not \"many\"",
         invalid(() -> DmaConfiguration.fromProperties(props("max_in_flight", "many"))));
@@ -129,8 +132,7 @@ class DmaConfigurationTest {
 
   @Test
   void maxPinnedBytesKeepsItsValueAndZeroMeansTheDefault() {
-    assertEquals(
-        4096L, DmaConfiguration.builder().maxPinnedBytes(4096).build().maxPinnedBytes());
+    assertEquals(4096L, DmaConfiguration.builder().maxPinnedBytes(4096).build().maxPinnedBytes());
     assertEquals(
         DmaConfiguration.defaults(),
         DmaConfiguration.fromProperties(props("max_pinned_bytes", "0")));

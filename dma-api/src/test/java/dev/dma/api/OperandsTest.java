@@ -49,7 +49,8 @@ class OperandsTest {
       MemorySegment landing = Operands.resolve(operands, read);
       assertSame(segment, landing);
       assertEquals(16, Operands.lengthOf(read, landing));
-      assertEquals(64, Operands.lengthOf(Direction.TO_PEER, Operands.resolve(operands, Direction.TO_PEER)));
+      assertEquals(
+          64, Operands.lengthOf(Direction.TO_PEER, Operands.resolve(operands, Direction.TO_PEER)));
     }
   }
 
@@ -58,7 +59,9 @@ class OperandsTest {
     Operands heap = Operands.of(MemorySegment.ofArray(new byte[8]));
     assertTrue(refused(heap, Direction.TO_PEER).getMessage().contains("source is a heap segment"));
     assertTrue(
-        refused(heap, Direction.fromPeer(8)).getMessage().contains("landing buffer is a heap segment"));
+        refused(heap, Direction.fromPeer(8))
+            .getMessage()
+            .contains("landing buffer is a heap segment"));
   }
 
   @Test

@@ -47,8 +47,7 @@ class OutcomeTest {
   @Test
   void requestsCheckTheirFieldsAndCompareByContent() {
     Operands context = Operands.of(MemorySegment.NULL);
-    assertThrows(
-        NullPointerException.class, () -> TransferRequest.builder(context).build());
+    assertThrows(NullPointerException.class, () -> TransferRequest.builder(context).build());
     assertThrows(
         IllegalArgumentException.class,
         () -> TransferRequest.builder(context).peerAddress(new byte[0]).build());
@@ -60,7 +59,8 @@ class OutcomeTest {
             .checksum(Checksum.CRC32C)
             .build();
     TransferRequest<Operands> b =
-        TransferRequest.read(3, new Advertisement(new byte[] {1, 2}, 5, 6), 10, context).withChecksum(Checksum.CRC32C);
+        TransferRequest.read(3, new Advertisement(new byte[] {1, 2}, 5, 6), 10, context)
+            .withChecksum(Checksum.CRC32C);
     assertEquals(a, b);
     assertEquals(a.hashCode(), b.hashCode());
     assertTrue(a.toString().contains("peerAddress=0102"));

@@ -34,8 +34,7 @@ class TransferRequestTest {
         TransferRequest.UNKNOWN_LENGTH,
         TransferRequest.builder(CONTEXT).peerAddress(PEER).build().remoteLength());
     assertEquals(
-        TransferRequest.UNKNOWN_LENGTH,
-        at(new Advertisement(PEER, 9, 0x10000), 0).remoteLength());
+        TransferRequest.UNKNOWN_LENGTH, at(new Advertisement(PEER, 9, 0x10000), 0).remoteLength());
   }
 
   @Test
@@ -88,7 +87,8 @@ class TransferRequestTest {
   void refusesAnImpossibleLength() {
     assertThrows(
         IllegalArgumentException.class,
-        () -> new TransferRequest<>(1, PEER, 9, 0, Direction.TO_PEER, Checksum.NONE, CONTEXT, 0, -2));
+        () ->
+            new TransferRequest<>(1, PEER, 9, 0, Direction.TO_PEER, Checksum.NONE, CONTEXT, 0, -2));
   }
 
   @Test

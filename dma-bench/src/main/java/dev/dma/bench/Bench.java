@@ -6,11 +6,11 @@ import dev.dma.api.DmaConfiguration;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
 import dev.dma.core.FabricServiceGroup;
-import io.opentelemetry.api.OpenTelemetry;
 import dev.dma.core.MemoryRegion;
-import dev.dma.spi.FabricProvider;
-import java.io.BufferedReader;
 import dev.dma.libfabric.Libfabric;
+import dev.dma.spi.FabricProvider;
+import io.opentelemetry.api.OpenTelemetry;
+import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -30,7 +30,9 @@ import java.util.concurrent.TimeUnit;
  * resubmitted on the service's worker.
  */
 final class Bench {
-  /** No completion for this long means the fabric is stuck (the C anchor's watchdog is 10 s too). */
+  /**
+   * No completion for this long means the fabric is stuck (the C anchor's watchdog is 10 s too).
+   */
   static final long STALL_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   /** How often the progress line is redrawn. */
@@ -86,8 +88,8 @@ final class Bench {
   }
 
   /**
-   * Runs every point of the plan on one service or, with {@code striping.devices() > 1}, on a
-   * group of that many services that stripes transfers at the threshold.
+   * Runs every point of the plan on one service or, with {@code striping.devices() > 1}, on a group
+   * of that many services that stripes transfers at the threshold.
    *
    * @param plan what to measure
    * @param progress where to draw progress
@@ -158,8 +160,16 @@ final class Bench {
                     Locale.ROOT, "[%d/%d] %-5s %-7s", point, points, op, Sizes.format(size));
             Result result =
                 measure(
-                    plan, loop, direction, region.segment().asSlice(0, size), ads, label, progress,
-                    fabric, op, size);
+                    plan,
+                    loop,
+                    direction,
+                    region.segment().asSlice(0, size),
+                    ads,
+                    label,
+                    progress,
+                    fabric,
+                    op,
+                    size);
             results.add(result);
             if (result.firstError().startsWith("stalled")) {
               progress.note("stopping: " + result.firstError());
@@ -220,7 +230,8 @@ final class Bench {
         double seconds = Math.max(1e-9, (now - s.measureStartNanos()) / 1e9);
         String target =
             counted
-                ? String.format(Locale.ROOT, "%,d/%,d", s.completed() + s.failed(), plan.iterations())
+                ? String.format(
+                    Locale.ROOT, "%,d/%,d", s.completed() + s.failed(), plan.iterations())
                 : String.format(Locale.ROOT, "%.1f/%.1fs", seconds, durationNanos / 1e9);
         progress.update(
             String.format(
@@ -399,7 +410,8 @@ final class Bench {
       if (plan.processes() == 2) {
         return child(plan, serverAddresses);
       }
-      LocalTargets local = new LocalTargets(configuration, provider, plan.clients(), plan.maxSize());
+      LocalTargets local =
+          new LocalTargets(configuration, provider, plan.clients(), plan.maxSize());
       return new Targets() {
         @Override
         List<Control.TargetAd> ads() {
@@ -446,7 +458,12 @@ final class Bench {
           ProcessHandle.current()
               .info()
               .command()
-              .orElse(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
+              .orElse(
+                  System.getProperty("java.home")
+                      + File.separator
+                      + "bin"
+                      + File.separator
+                      + "java");
       List<String> command = new ArrayList<>();
       command.add(java);
       command.add("--enable-native-access=ALL-UNNAMED");

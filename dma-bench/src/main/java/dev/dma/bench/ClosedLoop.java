@@ -74,8 +74,14 @@ public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot> {
    * @param finished whether the point has ended (limit reached, stopped, or the worker gone)
    */
   public record Snapshot(
-      long completed, long failed, long outstanding, long total, long measureStartNanos,
-      long measureEndNanos, boolean measuring, boolean finished) {}
+      long completed,
+      long failed,
+      long outstanding,
+      long total,
+      long measureStartNanos,
+      long measureEndNanos,
+      boolean measuring,
+      boolean finished) {}
 
   private final Slot[] slots;
   private final LatencyHistogram histogram = new LatencyHistogram();
@@ -147,7 +153,9 @@ public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot> {
       Slot slot = slots[i];
       int target = i % targets.size();
       slot.segment = operand;
-      slot.request = TransferRequest.of(target + 1, targets.get(target), direction, slot).withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE);
+      slot.request =
+          TransferRequest.of(target + 1, targets.get(target), direction, slot)
+              .withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE);
     }
     reset();
   }
@@ -261,7 +269,13 @@ public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot> {
    */
   public synchronized Snapshot snapshot() {
     return new Snapshot(
-        completed, failed, outstanding, total, measureStartNanos, measureEndNanos, measuring,
+        completed,
+        failed,
+        outstanding,
+        total,
+        measureStartNanos,
+        measureEndNanos,
+        measuring,
         finished);
   }
 
@@ -286,8 +300,8 @@ public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot> {
   }
 
   /**
-   * Times each completion, counts it if measuring, and resubmits its slot unless the point is
-   * over. Runs on the worker (and on checksum-pool threads with {@code --checksum}).
+   * Times each completion, counts it if measuring, and resubmits its slot unless the point is over.
+   * Runs on the worker (and on checksum-pool threads with {@code --checksum}).
    *
    * @param batch completions, valid only during this call
    */

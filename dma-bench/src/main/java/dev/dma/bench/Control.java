@@ -33,9 +33,9 @@ import java.util.function.Consumer;
  * </pre>
  *
  * A server of several devices (a striping group) sends every device's address; the target inserts
- * each. A target that cannot serve answers {@code ERROR <text>} instead of {@code TARGET}. An {@code AD}
- * line's first three fields are exactly {@link Advertisement#toFields()}, so a printed one can be
- * pasted into {@code serve --advertisement}.
+ * each. A target that cannot serve answers {@code ERROR <text>} instead of {@code TARGET}. An
+ * {@code AD} line's first three fields are exactly {@link Advertisement#toFields()}, so a printed
+ * one can be pasted into {@code serve --advertisement}.
  */
 public final class Control {
   /** The protocol's greeting and version. */
@@ -79,14 +79,16 @@ public final class Control {
       if (fields.size() != 3 && fields.size() != 4) {
         throw new IllegalArgumentException(
             "an advertisement is \"<address hex> <key> <remote address> [<length>]\", not \""
-                + text + "\"");
+                + text
+                + "\"");
       }
       try {
         Advertisement ad = Advertisement.fromFields(fields.subList(0, 3));
         long length = fields.size() == 4 ? Long.parseLong(fields.get(3)) : Long.MAX_VALUE;
         return new TargetAd(ad, length);
       } catch (AdvertisementException | NumberFormatException e) {
-        throw new IllegalArgumentException("invalid advertisement \"" + text + "\": " + e.getMessage(), e);
+        throw new IllegalArgumentException(
+            "invalid advertisement \"" + text + "\": " + e.getMessage(), e);
       }
     }
   }
@@ -100,9 +102,7 @@ public final class Control {
    */
   public record Offer(String provider, String fabric, List<TargetAd> targets) {}
 
-  /**
-   * The server's end of one session: open until {@link #close()} says DONE.
-   */
+  /** The server's end of one session: open until {@link #close()} says DONE. */
   public static final class Session implements Closeable {
     private final Socket socket;
     private final BufferedReader in;
@@ -156,7 +156,8 @@ public final class Control {
       socket.setSoTimeout(HANDSHAKE_TIMEOUT_MS);
       socket.setTcpNoDelay(true);
       BufferedReader in =
-          new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+          new BufferedReader(
+              new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
       PrintWriter out = writer(socket);
       StringBuilder hello = new StringBuilder(HELLO);
       for (byte[] address : serverAddresses) {
@@ -238,7 +239,11 @@ public final class Control {
         }
         log.accept("server " + socket.getRemoteSocketAddress() + " connected");
         out.println(
-            "TARGET " + offer.provider() + " " + offer.fabric().replace(' ', '_') + " "
+            "TARGET "
+                + offer.provider()
+                + " "
+                + offer.fabric().replace(' ', '_')
+                + " "
                 + offer.targets().size());
         for (TargetAd ad : offer.targets()) {
           out.println("AD " + ad.fields());

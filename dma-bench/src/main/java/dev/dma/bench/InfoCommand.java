@@ -84,7 +84,11 @@ public final class InfoCommand implements Callable<Integer> {
       return Main.FAILED;
     }
     try {
-      out.println("domains of " + provider + ": " + String.join(", ", chosen.discoverDomains(configuration)));
+      out.println(
+          "domains of "
+              + provider
+              + ": "
+              + String.join(", ", chosen.discoverDomains(configuration)));
     } catch (RuntimeException e) {
       out.println("domains of " + provider + ": " + e.getMessage());
     }
@@ -98,7 +102,8 @@ public final class InfoCommand implements Callable<Integer> {
         out.println("  " + line);
       }
       out.println("  address: " + Advertisement.encodeHex(endpoint.localAddress()));
-      out.println("  max_tx: " + endpoint.maxTx() + (endpoint.maxTx() == 0 ? " (no fixed depth)" : ""));
+      out.println(
+          "  max_tx: " + endpoint.maxTx() + (endpoint.maxTx() == 0 ? " (no fixed depth)" : ""));
     } catch (RuntimeException e) {
       out.println("  cannot open an endpoint: " + e.getMessage());
       out.flush();

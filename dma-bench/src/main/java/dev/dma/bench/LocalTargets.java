@@ -25,7 +25,8 @@ final class LocalTargets implements AutoCloseable {
   private final List<Control.TargetAd> ads = new ArrayList<>();
   private final String fabric;
 
-  LocalTargets(DmaConfiguration configuration, FabricProvider provider, int count, long lengthBytes) {
+  LocalTargets(
+      DmaConfiguration configuration, FabricProvider provider, int count, long lengthBytes) {
     // The fake fabric copies bytes inside post, under the fabric's lock; a target spinning on that
     // lock only slows the worker. Real providers land data only while the target reads its CQ, so
     // there the target spins (yielding), as the C anchor's target does.

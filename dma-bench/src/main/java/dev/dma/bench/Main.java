@@ -11,15 +11,16 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParseResult;
 
 /**
- * The {@code dma-bench} command: {@code run} (the default), {@code info}, {@code serve} and
- * {@code target}. {@code bin/dma-bench} at the repository root builds and starts it.
+ * The {@code dma-bench} command: {@code run} (the default), {@code info}, {@code serve} and {@code
+ * target}. {@code bin/dma-bench} at the repository root builds and starts it.
  */
 @Command(
     name = "dma-bench",
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = {
-      "Loopback and two-host RMA benchmarks for dma, modelled on libfabric's fi_rma_bw and fi_info.",
+      "Loopback and two-host RMA benchmarks for dma, modelled on libfabric's fi_rma_bw and"
+          + " fi_info.",
       "Without a command, runs `dma-bench run`."
     },
     subcommands = {
@@ -104,8 +105,11 @@ public final class Main implements Runnable {
       PrintWriter err = cmd.getErr();
       err.println("dma-bench: " + ex.getMessage());
       CommandLine.UnmatchedArgumentException.printSuggestions(ex, err);
-      err.println("Try `dma-bench " + cmd.getCommandName().replace("dma-bench", "").strip()
-          + (cmd.getCommandName().equals("dma-bench") ? "" : " ") + "--help` for the options.");
+      err.println(
+          "Try `dma-bench "
+              + cmd.getCommandName().replace("dma-bench", "").strip()
+              + (cmd.getCommandName().equals("dma-bench") ? "" : " ")
+              + "--help` for the options.");
       err.flush();
       return USAGE;
     }

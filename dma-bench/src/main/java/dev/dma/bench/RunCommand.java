@@ -77,7 +77,8 @@ public final class RunCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     if (processes != 1 && processes != 2) {
-      throw new ParameterException(spec.commandLine(), "--processes must be 1 or 2, not " + processes);
+      throw new ParameterException(
+          spec.commandLine(), "--processes must be 1 or 2, not " + processes);
     }
     if (processes == 2 && load.provider.equals("fake")) {
       throw new ParameterException(
@@ -103,8 +104,13 @@ public final class RunCommand implements Callable<Integer> {
     Plan plan = load.plan(Optional.of(bind), processes, Optional.empty(), List.of());
     if (!otel) {
       return execute(
-          plan, load, spec.commandLine().getOut(), spec.commandLine().getErr(), terminal,
-          io.opentelemetry.api.OpenTelemetry.noop(), striping);
+          plan,
+          load,
+          spec.commandLine().getOut(),
+          spec.commandLine().getErr(),
+          terminal,
+          io.opentelemetry.api.OpenTelemetry.noop(),
+          striping);
     }
     try (OtelReport report = OtelReport.install()) {
       int status =

@@ -42,7 +42,8 @@ public final class ServeCommand implements Callable<Integer> {
   @Option(
       names = "--bind",
       paramLabel = "ADDRESS",
-      description = "source address of this host's endpoint (default: the provider's first interface)")
+      description =
+          "source address of this host's endpoint (default: the provider's first interface)")
   String bind;
 
   boolean terminal;

@@ -31,7 +31,9 @@ public final class Sizes {
     Matcher matcher = SIZE.matcher(text.strip());
     if (!matcher.matches()) {
       throw new IllegalArgumentException(
-          "invalid size \"" + text + "\": use a whole number of bytes with an optional k, m or g"
+          "invalid size \""
+              + text
+              + "\": use a whole number of bytes with an optional k, m or g"
               + " suffix, such as 64, 4k, 64KiB or 1m");
     }
     int shift =

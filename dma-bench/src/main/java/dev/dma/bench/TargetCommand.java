@@ -56,7 +56,8 @@ public final class TargetCommand implements Callable<Integer> {
   @Option(
       names = "--buffer",
       paramLabel = "SIZE",
-      description = "bytes exposed per target; at least the largest --sizes (default: ${DEFAULT-VALUE})")
+      description =
+          "bytes exposed per target; at least the largest --sizes (default: ${DEFAULT-VALUE})")
   String buffer = "8m";
 
   @Option(names = "--once", description = "exit after the first server is done")
@@ -86,14 +87,16 @@ public final class TargetCommand implements Callable<Integer> {
     }
     int colon = listen.lastIndexOf(':');
     if (colon <= 0) {
-      throw new ParameterException(spec.commandLine(), "--listen wants HOST:PORT, not \"" + listen + "\"");
+      throw new ParameterException(
+          spec.commandLine(), "--listen wants HOST:PORT, not \"" + listen + "\"");
     }
     String host = listen.substring(0, colon);
     int port;
     try {
       port = Integer.parseInt(listen.substring(colon + 1));
     } catch (NumberFormatException e) {
-      throw new ParameterException(spec.commandLine(), "--listen wants a numeric port: \"" + listen + "\"");
+      throw new ParameterException(
+          spec.commandLine(), "--listen wants a numeric port: \"" + listen + "\"");
     }
     if (exitWithParent) {
       Thread watcher =
@@ -131,15 +134,22 @@ public final class TargetCommand implements Callable<Integer> {
         out.println("listening " + where);
         out.flush();
       } else {
-        out.printf("dma-bench target: provider %s (%s), %d target%s of %s%n", provider,
-            targets.fabric(), clients, clients == 1 ? "" : "s", Sizes.format(bufferBytes));
+        out.printf(
+            "dma-bench target: provider %s (%s), %d target%s of %s%n",
+            provider,
+            targets.fabric(),
+            clients,
+            clients == 1 ? "" : "s",
+            Sizes.format(bufferBytes));
         out.println("listening " + where);
         for (Control.TargetAd ad : targets.ads()) {
           out.println("advertisement: " + ad.fields());
         }
         out.println("on the server host run:");
         out.println("  dma-bench serve --provider " + provider + " --connect " + where);
-        out.println("or paste the advertisements (no control socket; the target cannot insert the server then):");
+        out.println(
+            "or paste the advertisements (no control socket; the target cannot insert the server"
+                + " then):");
         StringBuilder paste = new StringBuilder("  dma-bench serve --provider " + provider);
         for (Control.TargetAd ad : targets.ads()) {
           paste.append(" --advertisement \"").append(ad.fields()).append('"');

@@ -85,9 +85,25 @@ class CliTest {
     Path csv = dir.resolve("out.csv");
     Run r =
         run(
-            "--provider", "fake", "--sizes", "64,4k", "--op", "both", "--window", "8",
-            "--duration", "150ms", "--warmup", "50ms", "--checksum", "--clients", "2",
-            "--chart", chart.toString(), "--csv", csv.toString());
+            "--provider",
+            "fake",
+            "--sizes",
+            "64,4k",
+            "--op",
+            "both",
+            "--window",
+            "8",
+            "--duration",
+            "150ms",
+            "--warmup",
+            "50ms",
+            "--checksum",
+            "--clients",
+            "2",
+            "--chart",
+            chart.toString(),
+            "--csv",
+            csv.toString());
     assertEquals(0, r.code(), r.err());
     String[] lines = r.out().split("\\R");
     assertTrue(lines[0].startsWith("write, provider fake (fake), window 8, 1 process"), r.out());
@@ -104,7 +120,8 @@ class CliTest {
     }
     assertEquals(4, rows, r.out());
     // Not a terminal: one plain progress line per point on stderr.
-    assertTrue(r.err().contains("[1/4] write 64 B") && r.err().contains("[4/4] read  4 KiB"), r.err());
+    assertTrue(
+        r.err().contains("[1/4] write 64 B") && r.err().contains("[4/4] read  4 KiB"), r.err());
     assertTrue(Files.readString(chart).contains("<polyline"));
     assertEquals(5, Files.readAllLines(csv).size());
   }
@@ -112,8 +129,21 @@ class CliTest {
   @Test
   void countedRunWithJsonOnStdout() {
     Run r =
-        run("--provider", "fake", "--sizes", "1k", "--op", "read", "--window", "1",
-            "--iterations", "2000", "--warmup", "0ms", "--json", "--no-progress");
+        run(
+            "--provider",
+            "fake",
+            "--sizes",
+            "1k",
+            "--op",
+            "read",
+            "--window",
+            "1",
+            "--iterations",
+            "2000",
+            "--warmup",
+            "0ms",
+            "--json",
+            "--no-progress");
     assertEquals(0, r.code(), r.err());
     assertTrue(r.out().startsWith("{\"results\":["), r.out());
     assertTrue(r.out().contains("\"op\":\"read\",\"size_bytes\":1024,\"window\":1"), r.out());
@@ -124,8 +154,21 @@ class CliTest {
   @Test
   void otelPrintsWhatDmaRecorded() {
     Run r =
-        run("--provider", "fake", "--sizes", "1k", "--op", "write", "--window", "4",
-            "--iterations", "3000", "--warmup", "0ms", "--no-progress", "--otel");
+        run(
+            "--provider",
+            "fake",
+            "--sizes",
+            "1k",
+            "--op",
+            "write",
+            "--window",
+            "4",
+            "--iterations",
+            "3000",
+            "--warmup",
+            "0ms",
+            "--no-progress",
+            "--otel");
     assertEquals(0, r.code(), r.err());
     assertTrue(r.out().contains("OpenTelemetry metrics recorded by dma:"), r.out());
     // Warm-up is 0 and the count is exact, so the counter equals the table's transfers.
@@ -145,8 +188,7 @@ class CliTest {
     assertTrue(r.out().contains("libfabric: "), r.out());
     if (dev.dma.libfabric.Libfabric.availability().available()) {
       // The tcp choice follows what fi_getinfo offers: tcp serves RDM from 1.18 on, net before.
-      String expected =
-          dev.dma.libfabric.Libfabric.version() >= (1 << 16 | 18) ? "tcp (" : "net (";
+      String expected = dev.dma.libfabric.Libfabric.version() >= (1 << 16 | 18) ? "tcp (" : "net (";
       assertTrue(r.out().contains("\ntcp provider: " + expected), r.out());
       assertTrue(r.out().contains(" from /"), "the library's path: " + r.out());
     }

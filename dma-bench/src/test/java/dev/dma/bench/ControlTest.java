@@ -15,7 +15,8 @@ class ControlTest {
   @Test
   void handshakeCarriesAdvertisementsAndTheServersAddress() throws Exception {
     Advertisement ad = new Advertisement(new byte[] {1, 2, (byte) 0xfe}, 77, 4096);
-    Control.Offer offer = new Control.Offer("tcp", "net", List.of(new Control.TargetAd(ad, 1 << 20)));
+    Control.Offer offer =
+        new Control.Offer("tcp", "net", List.of(new Control.TargetAd(ad, 1 << 20)));
     List<byte[]> inserted = new CopyOnWriteArrayList<>();
     try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       Thread thread = new Thread(() -> Control.serve(server, offer, inserted::add, true, m -> {}));

@@ -38,7 +38,8 @@ class LatencyHistogramTest {
       assertEquals(values[n - 1], histogram.max());
       assertEquals(values[0], histogram.min());
       assertEquals(n, histogram.count());
-      assertEquals(Arrays.stream(values).average().orElseThrow(), histogram.mean(), 1e-6 * values[n - 1]);
+      assertEquals(
+          Arrays.stream(values).average().orElseThrow(), histogram.mean(), 1e-6 * values[n - 1]);
     }
   }
 

@@ -29,7 +29,8 @@ class SizesTest {
 
   @Test
   void badSizesSayWhatASizeLooksLike() {
-    for (String bad : new String[] {"", "k", "-1", "1.5k", "4x", "0", "2g", "64ib", "99999999999"}) {
+    for (String bad :
+        new String[] {"", "k", "-1", "1.5k", "4x", "0", "2g", "64ib", "99999999999"}) {
       IllegalArgumentException e =
           assertThrows(IllegalArgumentException.class, () -> Sizes.parse(bad), bad);
       assertTrue(e.getMessage().contains("invalid size"), e.getMessage());

@@ -26,16 +26,16 @@ import org.jspecify.annotations.Nullable;
  * <p>Submission happens inside {@link #transfer}: the returned future's transfer is already queued
  * and counted in {@link #outstanding()}. A transfer that completes completes its future normally,
  * with a {@link Completion} whose outcome is always a {@link dev.dma.api.TransferDone}; one that
- * fails, or that the service refuses, fails its future exceptionally with the {@link
- * DmaException} (its {@link DmaException#reason()} says why), as Netty and gRPC futures do. The
- * {@link Outcome} form, failures included, stays with {@link FabricService}'s batch hook. Once a
- * future fails, the request's context is the caller's again, as after a completion.
+ * fails, or that the service refuses, fails its future exceptionally with the {@link DmaException}
+ * (its {@link DmaException#reason()} says why), as Netty and gRPC futures do. The {@link Outcome}
+ * form, failures included, stays with {@link FabricService}'s batch hook. Once a future fails, the
+ * request's context is the caller's again, as after a completion.
  *
  * <p>Threads: the worker (or, for checksummed transfers, a checksum-pool thread) hands each result
  * to the service's executor, which completes the future; so dependent stages run there, never on
  * the fabric worker, by default on {@link ForkJoinPool#commonPool()}. One hop per transfer buys
- * that; pass {@code Runnable::run} as the executor to complete on the worker or pool thread
- * instead (zero hops; then stages must be quick and must not block). As with every {@link
+ * that; pass {@code Runnable::run} as the executor to complete on the worker or pool thread instead
+ * (zero hops; then stages must be quick and must not block). As with every {@link
  * CompletableFuture}, a stage attached to a future that is already complete (a refusal, or a race
  * with the completion) runs on the thread attaching it. An executor that rejects the completion
  * makes it run inline. Cancelling a future abandons it but never cancels the RMA: the provider
@@ -137,9 +137,9 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    *
    * @param request the transfer
    * @return a future of its completion, failing with the transfer's {@link DmaException}; when the
-   *     service refuses it, one already failed with reason {@link
-   *     DmaException.Reason#BACKPRESSURE} (the pending queue is full; the request stays the
-   *     caller's) or {@link DmaException.Reason#CLOSED} ({@code fabric worker is gone})
+   *     service refuses it, one already failed with reason {@link DmaException.Reason#BACKPRESSURE}
+   *     (the pending queue is full; the request stays the caller's) or {@link
+   *     DmaException.Reason#CLOSED} ({@code fabric worker is gone})
    */
   public CompletableFuture<Completion<T>> transfer(TransferRequest<T> request) {
     Pending<T> pending = new Pending<>(request.context());
@@ -224,8 +224,8 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * As {@link FabricService#close()}: every future still pending is handed to the executor
-   * first (completed or failed), though the executor may complete it after this returns.
+   * As {@link FabricService#close()}: every future still pending is handed to the executor first
+   * (completed or failed), though the executor may complete it after this returns.
    */
   @Override
   public void close() {
@@ -239,6 +239,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   private static final class Pending<T extends Operands> implements Operands, Runnable {
     final T context;
     final CompletableFuture<Completion<T>> future = new CompletableFuture<>();
+
     /** Set by the fabric worker or checksum pool before {@link #run} is handed to the executor. */
     @Nullable Outcome outcome;
 

@@ -19,8 +19,8 @@ import java.util.ServiceLoader;
  *       FabricProvider#accepts accepts} it, which must be available here. There is no fallback to
  *       the second name.
  *   <li>A configuration that names none takes the highest-{@linkplain FabricProvider#priority()
- *       priority} provider that is available here. The fake provider ranks lowest and is taken
- *       only when it is the only provider installed.
+ *       priority} provider that is available here. The fake provider ranks lowest and is taken only
+ *       when it is the only provider installed.
  * </ol>
  *
  * An unknown name, an unavailable provider or an empty choice fails, naming every provider found

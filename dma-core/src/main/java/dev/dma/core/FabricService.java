@@ -1,10 +1,5 @@
 package dev.dma.core;
 
-import dev.dma.core.internal.Telemetry;
-import dev.dma.core.internal.Threads;
-import io.opentelemetry.api.GlobalOpenTelemetry;
-import io.opentelemetry.api.OpenTelemetry;
-import io.opentelemetry.context.Context;
 import dev.dma.api.BatchCompleter;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
@@ -13,6 +8,8 @@ import dev.dma.api.TransferRequest;
 import dev.dma.core.internal.Commands;
 import dev.dma.core.internal.FabricWorker;
 import dev.dma.core.internal.Reply;
+import dev.dma.core.internal.Telemetry;
+import dev.dma.core.internal.Threads;
 import dev.dma.core.internal.WorkerChannel;
 import dev.dma.core.internal.peers.PeerTable;
 import dev.dma.core.internal.regions.LocalRegions;
@@ -20,6 +17,9 @@ import dev.dma.core.internal.regions.RegionRegistry;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
+import io.opentelemetry.api.GlobalOpenTelemetry;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.context.Context;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Objects;
@@ -34,9 +34,10 @@ import org.jspecify.annotations.Nullable;
  * to which any number of threads submit RMA transfers.
  *
  * <p>Every accepted transfer produces exactly one {@link dev.dma.api.Completion}, delivered to the
- * {@link BatchCompleter}: on the worker thread for plain transfers, on a {@link ChecksumPool} thread
- * for checksummed ones. Completions are unordered relative to submission. Messages from one thread
- * are handled in order, so {@link #removePeer(long)} comes after that thread's earlier submits.
+ * {@link BatchCompleter}: on the worker thread for plain transfers, on a {@link ChecksumPool}
+ * thread for checksummed ones. Completions are unordered relative to submission. Messages from one
+ * thread are handled in order, so {@link #removePeer(long)} comes after that thread's earlier
+ * submits.
  *
  * <p>Threads: every method is thread-safe. {@link #start}, {@link #register}, {@link #addPeer} and
  * {@link #close} block until the worker answers; none of them hangs if the worker dies, and each
@@ -71,9 +72,8 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   /**
    * The largest channel. The worker drains the channel into its pending queue every pass, so it
    * rarely holds much; but its ring is walked slot by slot, and one of 131,072 slots (1.5 MiB with
-   * its sequence numbers) no longer stayed in cache: +20 % per window-1 transfer on the fake
-   * (JMH). Beyond this a submitter waits for room, which only a worker that stopped draining
-   * makes it do.
+   * its sequence numbers) no longer stayed in cache: +20 % per window-1 transfer on the fake (JMH).
+   * Beyond this a submitter waits for room, which only a worker that stopped draining makes it do.
    */
   private static final int MAX_CHANNEL_CAPACITY = 1 << 16;
 
@@ -171,9 +171,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
 
   /**
    * The endpoint's current fabric address; send it to clients (on efa-direct a target must insert
-   * it into its own address vector before the server can reach it). It changes only when the
-   * worker resets the endpoint to recover from a lost completion; {@link
-   * Builder#onLocalAddressChange} tells when.
+   * it into its own address vector before the server can reach it). It changes only when the worker
+   * resets the endpoint to recover from a lost completion; {@link Builder#onLocalAddressChange}
+   * tells when.
    *
    * @return a copy of the address bytes
    */
@@ -228,11 +228,11 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * Submits a transfer without waiting for backpressure, or says why not. On {@link
-   * Offer#ACCEPTED} the request's context belongs to the service until its completion; otherwise
-   * it stays the caller's. The one wait left is for room in the worker's channel (at most 65,536
-   * messages), which only a worker that stopped draining it causes, for example a {@link
-   * BatchCompleter} blocking on the worker thread.
+   * Submits a transfer without waiting for backpressure, or says why not. On {@link Offer#ACCEPTED}
+   * the request's context belongs to the service until its completion; otherwise it stays the
+   * caller's. The one wait left is for room in the worker's channel (at most 65,536 messages),
+   * which only a worker that stopped draining it causes, for example a {@link BatchCompleter}
+   * blocking on the worker thread.
    *
    * <p>Backpressure: at most {@code max_pending} transfers beyond the in-flight cap may be
    * outstanding; past that the offer is {@link Offer#FULL} instead of growing a queue without
@@ -260,8 +260,8 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    * Submits a transfer as {@link #offer} does, for callers that need only a yes or no.
    *
    * @param request the transfer
-   * @return {@code true} when accepted; {@code false} when the pending queue is full or the
-   *     service is closed, in which case the request, context included, stays the caller's
+   * @return {@code true} when accepted; {@code false} when the pending queue is full or the service
+   *     is closed, in which case the request, context included, stays the caller's
    */
   public boolean submit(TransferRequest<T> request) {
     return offer(request) == Offer.ACCEPTED;
@@ -329,12 +329,12 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
 
   /**
    * Stops accepting transfers, lets posted transfers complete for at most {@code close_timeout}
-   * (then fails the rest with {@link DmaException.Reason#CLOSED} once the endpoint is closed), fails
-   * the never-posted ones with "fabric worker is gone", closes the endpoint and joins the worker
-   * (and the checksum pool the service created). Always returns. Idempotent.
+   * (then fails the rest with {@link DmaException.Reason#CLOSED} once the endpoint is closed),
+   * fails the never-posted ones with "fabric worker is gone", closes the endpoint and joins the
+   * worker (and the checksum pool the service created). Always returns. Idempotent.
    *
-   * @throws IllegalStateException when called on the worker thread or on a thread of the
-   *     service's own checksum pool (from the {@link BatchCompleter})
+   * @throws IllegalStateException when called on the worker thread or on a thread of the service's
+   *     own checksum pool (from the {@link BatchCompleter})
    */
   @Override
   public void close() {
@@ -372,8 +372,8 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * Blocking calls from the completer's own worker thread would wait for the thread that is
-   * running them: refuse them with the rule instead of hanging.
+   * Blocking calls from the completer's own worker thread would wait for the thread that is running
+   * them: refuse them with the rule instead of hanging.
    */
   private void refuseOnWorker(String call) {
     if (Thread.currentThread() == worker) {
@@ -509,7 +509,8 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       }
       FabricProvider chosen = provider != null ? provider : FabricProviders.select(configuration);
       DmaConfiguration resolved = FabricProviders.resolve(configuration, chosen);
-      ChecksumPool ownedPool = pool == null ? new ChecksumPool(configuration.crcPoolThreads()) : null;
+      ChecksumPool ownedPool =
+          pool == null ? new ChecksumPool(configuration.crcPoolThreads()) : null;
       ChecksumPool checksumPool = pool != null ? pool : Objects.requireNonNull(ownedPool);
       // The worker's cap is known only once the endpoint is open; its configured value bounds it.
       long maxOutstanding = (long) resolved.maxPending() + resolved.maxInFlight();
@@ -520,8 +521,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       Reply<Ready> ready = new Reply<>();
       Thread thread =
           new Thread(
-              () ->
-                  runWorker(chosen, resolved, channel, outstanding, checksumPool, address, ready),
+              () -> runWorker(chosen, resolved, channel, outstanding, checksumPool, address, ready),
               String.format("fabric-%02d", WORKER_NUMBERS.getAndIncrement()));
       thread.setDaemon(true);
       try {

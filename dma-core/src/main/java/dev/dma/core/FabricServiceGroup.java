@@ -61,8 +61,8 @@ import org.jspecify.annotations.Nullable;
  * <p>A checksum covers the whole operand: each chunk is hashed on the checksum pool as it
  * completes, and the last one combines the chunks' CRC-32Cs with {@link Crc32c#combine} (about 40
  * ns a chunk). Hashing the whole operand once after the last chunk costs the same CPU but adds all
- * of it (258 us for 16 MiB here) to the transfer's latency on one thread; combining leaves only
- * the last chunk's own hash. A striped transfer allocates its chunk requests and one aggregate; a
+ * of it (258 us for 16 MiB here) to the transfer's latency on one thread; combining leaves only the
+ * last chunk's own hash. A striped transfer allocates its chunk requests and one aggregate; a
  * transfer below the threshold takes the allocation-free path unchanged.
  *
  * <p>To size a striped write, the group asks the context's {@link Operands#source()} on the
@@ -319,7 +319,8 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     if (count < 2) {
       return submitWhole(request);
     }
-    Stripe<T> stripe = new Stripe<>(context, count, length, request.checksum() == Checksum.CRC32C, router);
+    Stripe<T> stripe =
+        new Stripe<>(context, count, length, request.checksum() == Checksum.CRC32C, router);
     int start = choose();
     for (int i = 0; i < count; i++) {
       long offset = i * chunkBytes;
@@ -545,9 +546,9 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     /**
      * Stripes transfers of at least this many bytes over several devices; 0 (the default) turns
      * striping off. Off by default because striping asks a write's {@code source()} on the
-     * submitting thread and allocates per striped transfer, and because whether it pays depends
-     * on the devices: measure (with {@code dma-bench run --devices N}) and then set it, e.g. 1 MiB
-     * on EFA, where one device's bandwidth is the limit.
+     * submitting thread and allocates per striped transfer, and because whether it pays depends on
+     * the devices: measure (with {@code dma-bench run --devices N}) and then set it, e.g. 1 MiB on
+     * EFA, where one device's bandwidth is the limit.
      *
      * @param value the threshold in bytes, at least 0
      * @return this builder
@@ -581,8 +582,8 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
      *
      * @return the running group
      * @throws NullPointerException if no completer was set
-     * @throws DmaException when the provider is unavailable, lists no device, or a service fails
-     *     to start (those already started are closed)
+     * @throws DmaException when the provider is unavailable, lists no device, or a service fails to
+     *     start (those already started are closed)
      */
     public FabricServiceGroup<T> start() {
       return FabricServiceGroup.start(this);
@@ -590,8 +591,8 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * The local end of one chunk of a striped transfer: a slice of the whole operand. Its methods
-   * run on the worker of the device that carries it.
+   * The local end of one chunk of a striped transfer: a slice of the whole operand. Its methods run
+   * on the worker of the device that carries it.
    */
   static final class Chunk implements Operands {
     final Stripe<?> stripe;
@@ -626,9 +627,9 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * One striped transfer in flight: counts its chunks down, keeps the first error and every
-   * chunk's CRC-32C. Chunks finish on several threads at once; the one that counts to zero builds
-   * the transfer's one completion. The counter's decrement publishes each chunk's CRC to it.
+   * One striped transfer in flight: counts its chunks down, keeps the first error and every chunk's
+   * CRC-32C. Chunks finish on several threads at once; the one that counts to zero builds the
+   * transfer's one completion. The counter's decrement publishes each chunk's CRC to it.
    */
   static final class Stripe<T extends Operands> {
     final T context;
@@ -654,7 +655,8 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
      * Records one chunk's end; answers the transfer's completion when it was the last, else null.
      * With {@code out} null, delivers that completion itself.
      */
-    @Nullable Completion<T> chunkDone(int index, Outcome outcome, @Nullable List<Completion<T>> out) {
+    @Nullable Completion<T> chunkDone(
+        int index, Outcome outcome, @Nullable List<Completion<T>> out) {
       if (outcome instanceof TransferDone done) {
         crcs[index] = done.checksum().orElse(0);
         lengths[index] = done.bytes();
@@ -688,8 +690,8 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * Every service's completer: passes batches without chunks straight to the caller's completer
-   * (no allocation), and replaces chunks by their transfer's one completion once the last is in.
+   * Every service's completer: passes batches without chunks straight to the caller's completer (no
+   * allocation), and replaces chunks by their transfer's one completion once the last is in.
    */
   static final class Router<T extends Operands> implements BatchCompleter<T> {
     private static final System.Logger LOG = System.getLogger(FabricServiceGroup.class.getName());

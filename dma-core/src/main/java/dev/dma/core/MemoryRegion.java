@@ -7,10 +7,10 @@ import java.lang.foreign.MemorySegment;
  * Memory pinned with {@link FabricService#register(MemorySegment)}: operands inside it are
  * registration-cache hits on that service, registered once instead of per transfer.
  *
- * <p>Ownership: the caller owns the memory and this handle. Closing it invalidates the
- * registration on every service before returning, so the memory may be freed right after;
- * transfers still in flight keep their own lease until they complete. Keep the memory alive until
- * those complete too. Closing twice, or after the service closed, is harmless. Thread-safe.
+ * <p>Ownership: the caller owns the memory and this handle. Closing it invalidates the registration
+ * on every service before returning, so the memory may be freed right after; transfers still in
+ * flight keep their own lease until they complete. Keep the memory alive until those complete too.
+ * Closing twice, or after the service closed, is harmless. Thread-safe.
  */
 public final class MemoryRegion implements AutoCloseable {
   private final MemorySegment segment;

@@ -13,16 +13,16 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 
 /**
  * The client's side: an endpoint whose memory a server reads and writes. It exposes native memory
- * for remote access, hands out the {@link dev.dma.api.Advertisement} to send to the server, and keeps
- * the endpoint progressed on its own thread ({@code dma-target-NN}) so incoming RMA lands even on
- * providers with manual data progress (tcp).
+ * for remote access, hands out the {@link dev.dma.api.Advertisement} to send to the server, and
+ * keeps the endpoint progressed on its own thread ({@code dma-target-NN}) so incoming RMA lands
+ * even on providers with manual data progress (tcp).
  *
  * <p>Threads: every method is thread-safe; each runs on the target's thread and blocks until done.
  * Ownership: the caller owns the exposed memory and must keep it alive until its region is closed;
@@ -55,13 +55,16 @@ public final class PassiveTarget implements AutoCloseable {
   private final Duration closeTimeout;
   private final List<ExposedRegion> regions = new ArrayList<>();
   private volatile boolean closing;
+
   /**
-   * Set by the target's thread once it runs no more commands, before its final drain: a caller
-   * that queued a command and then sees this removes and fails it itself.
+   * Set by the target's thread once it runs no more commands, before its final drain: a caller that
+   * queued a command and then sees this removes and fails it itself.
    */
   private volatile boolean stopped;
+
   // Progress passes so far; only the target's thread touches it.
   private int passes;
+
   // Both set by the target's thread once its endpoint is open, before start() returns the target.
   @SuppressWarnings("NullAway.Init")
   private byte[] address;
@@ -80,8 +83,8 @@ public final class PassiveTarget implements AutoCloseable {
   }
 
   /**
-   * Opens a target on the provider the configuration names, progressed by spinning (lowest
-   * latency, one busy core, yielding now and then).
+   * Opens a target on the provider the configuration names, progressed by spinning (lowest latency,
+   * one busy core, yielding now and then).
    *
    * @param configuration the configuration
    * @return the running target
@@ -195,7 +198,8 @@ public final class PassiveTarget implements AutoCloseable {
         reply.fail(failure);
       } catch (RuntimeException failure) {
         reply.fail(
-            new DmaException(DmaException.Kind.FABRIC, what + " failed: " + failure, 0, 0, failure));
+            new DmaException(
+                DmaException.Kind.FABRIC, what + " failed: " + failure, 0, 0, failure));
       } finally {
         reply.abandon();
       }
@@ -250,8 +254,8 @@ public final class PassiveTarget implements AutoCloseable {
   }
 
   /**
-   * The provider's advertisement with the exposed length, when the provider did not give one, so
-   * a server can bound its transfers to the region.
+   * The provider's advertisement with the exposed length, when the provider did not give one, so a
+   * server can bound its transfers to the region.
    */
   private static dev.dma.api.Advertisement withLength(
       dev.dma.api.Advertisement advertisement, long lengthBytes) {

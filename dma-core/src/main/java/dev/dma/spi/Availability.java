@@ -1,8 +1,8 @@
 package dev.dma.spi;
 
 /**
- * Whether a provider can open endpoints on this host, and if not, why: a sentence a user can act
- * on (for example "libfabric is not installed: apt-get install libfabric1"). Immutable.
+ * Whether a provider can open endpoints on this host, and if not, why: a sentence a user can act on
+ * (for example "libfabric is not installed: apt-get install libfabric1"). Immutable.
  *
  * @param available whether {@link FabricProvider#open} can be expected to work
  * @param reason why not, or the empty string when available

@@ -13,9 +13,9 @@ import dev.dma.api.Advertisement;
 public interface ExposedRegion extends AutoCloseable {
 
   /**
-   * The advertisement a server needs to RMA into this region: the endpoint's address, the
-   * region's remote key, and its remote address (the virtual address on virtual-addressing
-   * providers, otherwise 0).
+   * The advertisement a server needs to RMA into this region: the endpoint's address, the region's
+   * remote key, and its remote address (the virtual address on virtual-addressing providers,
+   * otherwise 0).
    *
    * @return the advertisement
    */

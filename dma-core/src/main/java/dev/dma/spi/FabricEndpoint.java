@@ -5,24 +5,24 @@ import dev.dma.api.RemoteAccess;
 import java.lang.foreign.MemorySegment;
 
 /**
- * One open fabric endpoint on one device: the primitives the fabric worker drives. Opened by
- * {@link FabricProvider#open}.
+ * One open fabric endpoint on one device: the primitives the fabric worker drives. Opened by {@link
+ * FabricProvider#open}.
  *
  * <h2>Threads and ownership</h2>
  *
  * The endpoint is owned and used by one thread (the fabric worker, or a test driving it), except
  * {@link #deregister(long)}, which any thread may call because a registration's last lease may drop
- * on a checksum-pool thread or in a user's {@code invalidate}. The owner closes it once, after every
- * posted operation was reaped.
+ * on a checksum-pool thread or in a user's {@code invalidate}. The owner closes it once, after
+ * every posted operation was reaped.
  *
  * <h2>Data path</h2>
  *
  * Posting and reaping return raw codes rather than throwing: {@link #POSTED}, {@link #AGAIN} (the
- * provider's {@code -FI_EAGAIN}: transmit queue full or peer still connecting; retry after reaping),
- * or another negative {@code -FI_E*} error. Operations are identified by an <em>op slot</em> index
- * in {@code [0, slots)} chosen by the caller; the endpoint keeps whatever native per-operation
- * context it needs for the slot (for libfabric a 64-byte {@code fi_context2} in one native slab) and
- * hands the slot back on reap. Nothing on this path allocates.
+ * provider's {@code -FI_EAGAIN}: transmit queue full or peer still connecting; retry after
+ * reaping), or another negative {@code -FI_E*} error. Operations are identified by an <em>op
+ * slot</em> index in {@code [0, slots)} chosen by the caller; the endpoint keeps whatever native
+ * per-operation context it needs for the slot (for libfabric a 64-byte {@code fi_context2} in one
+ * native slab) and hands the slot back on reap. Nothing on this path allocates.
  *
  * <h2>Peers</h2>
  *
@@ -100,8 +100,8 @@ public interface FabricEndpoint extends AutoCloseable {
    * @param lengthBytes the length, positive
    * @return a non-zero registration handle, to pass to {@link #descriptor(long)} and {@link
    *     #deregister(long)}
-   * @throws DmaException of kind {@link DmaException.Kind#FABRIC} carrying libfabric's error
-   *     number as {@link DmaException#fabricErrno()}, for example {@code fi_mr_reg(operand): Cannot
+   * @throws DmaException of kind {@link DmaException.Kind#FABRIC} carrying libfabric's error number
+   *     as {@link DmaException#fabricErrno()}, for example {@code fi_mr_reg(operand): Cannot
    *     allocate memory (-12)} with {@link dev.dma.api.Errno#FI_ENOMEM}, which the registration
    *     cache answers by evicting idle spans and retrying (it decides on the number, not the text)
    */
@@ -194,9 +194,9 @@ public interface FabricEndpoint extends AutoCloseable {
   int reap(CompletionSink sink, int max);
 
   /**
-   * Registers memory for remote access, the passive target's side: the returned advertisement
-   * lets a server RMA into it. Remote writes land, on providers with manual progress, only while
-   * this endpoint is {@linkplain #progress() progressed}.
+   * Registers memory for remote access, the passive target's side: the returned advertisement lets
+   * a server RMA into it. Remote writes land, on providers with manual progress, only while this
+   * endpoint is {@linkplain #progress() progressed}.
    *
    * @param segment native memory that outlives the returned region
    * @param access what peers may do to it

@@ -9,8 +9,8 @@ import java.util.List;
  * {@code @AutoService(FabricProvider.class)} and {@code provides ... with ...} in module-info) and
  * chosen by {@link #name()} in {@link DmaConfiguration#providers()}.
  *
- * <p>Threads: implementations are stateless or thread-safe; {@link #availability()} is computed once
- * and cheap to call again.
+ * <p>Threads: implementations are stateless or thread-safe; {@link #availability()} is computed
+ * once and cheap to call again.
  */
 public interface FabricProvider {
 
@@ -22,8 +22,8 @@ public interface FabricProvider {
   String name();
 
   /**
-   * Whether this provider answers to a configured name. By default only its own {@link #name()};
-   * a provider family may accept a prefix (for example {@code libfabric:sockets}).
+   * Whether this provider answers to a configured name. By default only its own {@link #name()}; a
+   * provider family may accept a prefix (for example {@code libfabric:sockets}).
    *
    * @param configuredName a name from the configuration
    * @return whether {@link #open} serves it

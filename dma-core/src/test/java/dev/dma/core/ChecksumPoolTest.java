@@ -117,7 +117,8 @@ class ChecksumPoolTest {
         submitter.join(20_000);
         assertFalse(submitter.isAlive(), "a submitter stayed blocked");
       }
-      assertEquals(submitters * perSubmitter, ran.get(), "round " + round + ": lost or doubled jobs");
+      assertEquals(
+          submitters * perSubmitter, ran.get(), "round " + round + ": lost or doubled jobs");
       Set<Thread> left = poolThreads();
       left.removeAll(before);
       assertEquals(Set.of(), left, "pool threads left alive after close");

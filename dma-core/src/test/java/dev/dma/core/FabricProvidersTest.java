@@ -34,7 +34,8 @@ class FabricProvidersTest {
   private static final Stub EFA =
       new Stub("efa-direct", 200, Availability.unavailable("no EFA device answered"));
   private static final Stub TCP = new Stub("tcp", 100, Availability.AVAILABLE);
-  private static final Stub FAMILY = new Stub("libfabric", 10, Availability.AVAILABLE, "libfabric:");
+  private static final Stub FAMILY =
+      new Stub("libfabric", 10, Availability.AVAILABLE, "libfabric:");
   private static final Stub FAKE = new Stub("fake", Integer.MIN_VALUE, Availability.AVAILABLE);
 
   @Test
@@ -48,7 +49,9 @@ class FabricProvidersTest {
   @Test
   void anUnavailableNamedProviderFailsWithItsReasonAndTheInventory() {
     DmaException error =
-        assertThrows(DmaException.class, () -> FabricProviders.select("efa-direct", List.of(EFA, TCP, FAKE)));
+        assertThrows(
+            DmaException.class,
+            () -> FabricProviders.select("efa-direct", List.of(EFA, TCP, FAKE)));
     assertEquals(
         "provider \"efa-direct\" is unavailable: no EFA device answered; installed: efa-direct"
             + " (unavailable: no EFA device answered), tcp (available), fake (available)",
@@ -75,7 +78,8 @@ class FabricProvidersTest {
     assertSame(FAKE, FabricProviders.selectByPriority(List.of(FAKE)));
     Stub noTcp = new Stub("tcp", 100, Availability.unavailable("libfabric is not installed"));
     DmaException error =
-        assertThrows(DmaException.class, () -> FabricProviders.selectByPriority(List.of(noTcp, FAKE)));
+        assertThrows(
+            DmaException.class, () -> FabricProviders.selectByPriority(List.of(noTcp, FAKE)));
     assertEquals(
         "no provider is named in the configuration and none installed is available; name one in"
             + " \"providers\" or install one (for example dma-provider-tcp with libfabric);"
@@ -101,6 +105,7 @@ class FabricProvidersTest {
     assertEquals(
         "no provider named \"tcp\" is installed; add its jar (for example dma-provider-tcp) to the"
             + " class path; no providers are installed",
-        assertThrows(DmaException.class, () -> FabricProviders.select("tcp", List.of())).getMessage());
+        assertThrows(DmaException.class, () -> FabricProviders.select("tcp", List.of()))
+            .getMessage());
   }
 }

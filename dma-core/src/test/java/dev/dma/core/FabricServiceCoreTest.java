@@ -10,7 +10,6 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
@@ -106,7 +105,8 @@ class FabricServiceCoreTest {
     assertTrue(service.submit(TransferRequest.write(7, ad, source).withChecksum(Checksum.CRC32C)));
     Completion<Buffer> written = take();
     assertEquals(4096, written.outcome().done().bytes());
-    assertEquals(Checksums.crc32c(source.segment()), written.outcome().done().checksum().orElseThrow());
+    assertEquals(
+        Checksums.crc32c(source.segment()), written.outcome().done().checksum().orElseThrow());
     assertEquals(-1, target.mismatch(source.segment()), "the write did not land");
 
     Buffer back = new Buffer(2, arena.allocate(4096));
@@ -127,20 +127,26 @@ class FabricServiceCoreTest {
       Buffer source = pattern(i, SLICE);
       sources.add(source);
       assertTrue(
-          service.submit(TransferRequest.write(1 + i % 3, slice(ad, i), source).withChecksum(i % 2 == 0 ? Checksum.CRC32C : Checksum.NONE)));
+          service.submit(
+              TransferRequest.write(1 + i % 3, slice(ad, i), source)
+                  .withChecksum(i % 2 == 0 ? Checksum.CRC32C : Checksum.NONE)));
     }
     Set<Long> seen = new HashSet<>();
     for (int i = 0; i < count; i++) {
       Completion<Buffer> completion = take();
       assertTrue(completion.outcome().isDone(), () -> completion.outcome().error().getMessage());
-      assertTrue(seen.add(completion.context().id()), "completed twice: " + completion.context().id());
+      assertTrue(
+          seen.add(completion.context().id()), "completed twice: " + completion.context().id());
     }
-    assertNull(completions.poll(200, TimeUnit.MILLISECONDS), "a completion beyond one per transfer");
+    assertNull(
+        completions.poll(200, TimeUnit.MILLISECONDS), "a completion beyond one per transfer");
     assertEquals(count, endpoint.completions());
     assertEquals(0, service.outstanding());
     for (int i = 0; i < count; i++) {
       assertEquals(
-          -1, target.asSlice((long) i * SLICE, SLICE).mismatch(sources.get(i).segment()), "slice " + i);
+          -1,
+          target.asSlice((long) i * SLICE, SLICE).mismatch(sources.get(i).segment()),
+          "slice " + i);
     }
   }
 
@@ -163,7 +169,9 @@ class FabricServiceCoreTest {
     }
     for (int i = 0; i < count; i++) {
       assertEquals(
-          -1, target.asSlice((long) i * SLICE, SLICE).mismatch(sources.get(i).segment()), "slice " + i);
+          -1,
+          target.asSlice((long) i * SLICE, SLICE).mismatch(sources.get(i).segment()),
+          "slice " + i);
     }
     assertEquals(1, endpoint.closes());
     assertFalse(service.isRunning());

@@ -1,6 +1,7 @@
 package dev.dma.core;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.DmaConfiguration;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.Availability;
 import dev.dma.spi.CompletionSink;
@@ -8,7 +9,6 @@ import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
-import dev.dma.api.DmaConfiguration;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.HashMap;
@@ -19,8 +19,8 @@ import java.util.Map;
  * found by key, a post is queued and, on the next reap, its bytes are copied between the local
  * operand and the exposed region and its completion delivered. Posts to {@link #REFUSED_KEY} are
  * refused with {@code -FI_EINVAL}; posts to {@link #BLACK_HOLE_KEY} never complete; {@link
- * #reset()} discards everything posted. No local registration. Synchronized, so the test thread
- * may expose and inspect while the worker posts and reaps.
+ * #reset()} discards everything posted. No local registration. Synchronized, so the test thread may
+ * expose and inspect while the worker posts and reaps.
  */
 class LoopbackTestEndpoint implements FabricEndpoint {
   /** A remote key whose posts are refused outright. */
@@ -143,14 +143,24 @@ class LoopbackTestEndpoint implements FabricEndpoint {
 
   @Override
   public int postWrite(
-      int slot, long peer, long localAddress, long lengthBytes, long descriptor, long remoteAddress,
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
       long remoteKey) {
     return post(new Posted(slot, true, localAddress, lengthBytes, remoteAddress, remoteKey));
   }
 
   @Override
   public int postRead(
-      int slot, long peer, long localAddress, long lengthBytes, long descriptor, long remoteAddress,
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
       long remoteKey) {
     return post(new Posted(slot, false, localAddress, lengthBytes, remoteAddress, remoteKey));
   }
@@ -210,7 +220,8 @@ class LoopbackTestEndpoint implements FabricEndpoint {
   public synchronized ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
     long key = nextKey++;
     regions.put(key, segment);
-    Advertisement ad = new Advertisement(address.clone(), key, segment.address(), segment.byteSize());
+    Advertisement ad =
+        new Advertisement(address.clone(), key, segment.address(), segment.byteSize());
     return new ExposedRegion() {
       @Override
       public Advertisement advertisement() {

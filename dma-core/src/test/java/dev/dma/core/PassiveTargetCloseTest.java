@@ -85,7 +85,7 @@ class PassiveTargetCloseTest {
             },
             "test-caller");
     caller.setDaemon(true);
-        caller.start();
+    caller.start();
     caller.join(2_000);
     endpoint.closeGate.countDown();
     caller.join(BOUND.toMillis());
@@ -107,7 +107,8 @@ class PassiveTargetCloseTest {
     try (PassiveTarget target = start(Duration.ofHours(1))) {
       MemorySegment segment = arena.allocate(4096);
       ExposedRegion region =
-          assertTimeoutPreemptively(Duration.ofSeconds(5), () -> target.expose(segment, RemoteAccess.READ_WRITE));
+          assertTimeoutPreemptively(
+              Duration.ofSeconds(5), () -> target.expose(segment, RemoteAccess.READ_WRITE));
       assertTimeoutPreemptively(Duration.ofSeconds(5), () -> region.close());
     }
   }
@@ -134,7 +135,7 @@ class PassiveTargetCloseTest {
             },
             "test-caller");
     caller.setDaemon(true);
-        caller.start();
+    caller.start();
     long started = System.nanoTime();
     assertTimeoutPreemptively(Duration.ofSeconds(5), () -> target.close(Duration.ofMillis(200)));
     assertTrue(System.nanoTime() - started < Duration.ofSeconds(3).toNanos());

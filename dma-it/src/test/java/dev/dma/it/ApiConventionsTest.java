@@ -29,10 +29,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The conventions of the public API, over every package a dma module exports (read from the
- * modules' own descriptors, so a new exported package is covered without editing this test):
- * each is {@code @NullMarked}, so an unannotated reference is non-null and NullAway checks it in
- * the build; and no public or protected member uses {@code java.util.Optional}, since absent
- * references are {@code @Nullable} throughout.
+ * modules' own descriptors, so a new exported package is covered without editing this test): each
+ * is {@code @NullMarked}, so an unannotated reference is non-null and NullAway checks it in the
+ * build; and no public or protected member uses {@code java.util.Optional}, since absent references
+ * are {@code @Nullable} throughout.
  */
 class ApiConventionsTest {
   private static final List<Class<?>> ONE_CLASS_PER_MODULE =

@@ -159,11 +159,10 @@ abstract class ConformanceSuite {
       while (submitted < total && submitted - done < slots) {
         int slot = (int) (submitted % slots);
         Advertisement at =
-            new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + (long) slot * size);
+            new Advertisement(
+                ad.address(), ad.remoteKey(), ad.remoteAddress() + (long) slot * size);
         MemorySegment piece = local.asSlice((long) slot * size, size);
-        assertTrue(
-            service.submit(
-                TransferRequest.write(3, at, new Buffer(slot, piece))));
+        assertTrue(service.submit(TransferRequest.write(3, at, new Buffer(slot, piece))));
         submitted++;
       }
       Completion<Buffer> completion = completions.take();
@@ -211,10 +210,15 @@ abstract class ConformanceSuite {
                             ads[client].remoteAddress() + size);
                     for (int i = 0; i < perClient; i++) {
                       service.submit(
-                          request(client, ads[client], Direction.TO_PEER, new Buffer(client, writes)));
+                          request(
+                              client, ads[client], Direction.TO_PEER, new Buffer(client, writes)));
                       MemorySegment landing = arena.allocate(size, 64);
                       service.submit(
-                          request(client, readAt, Direction.fromPeer(size), new Buffer(-1 - client, landing)));
+                          request(
+                              client,
+                              readAt,
+                              Direction.fromPeer(size),
+                              new Buffer(-1 - client, landing)));
                     }
                   }));
     }
@@ -360,10 +364,7 @@ abstract class ConformanceSuite {
       // outside it is then refused before posting (the only check there is on shm).
       Advertisement bad =
           new Advertisement(
-              ad.address(),
-              ad.remoteKey() + keyDelta,
-              ad.remoteAddress(),
-              ad.lengthBytes());
+              ad.address(), ad.remoteKey() + keyDelta, ad.remoteAddress(), ad.lengthBytes());
       MemorySegment local = arena.allocate(length);
       local.fill((byte) 0x5a);
       TransferRequest<Buffer> badRequest =

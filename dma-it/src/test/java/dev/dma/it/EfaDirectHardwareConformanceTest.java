@@ -4,7 +4,9 @@ import dev.dma.provider.efa.EfaFabric;
 import dev.dma.provider.efa.EfaHardware;
 import org.junit.jupiter.api.BeforeAll;
 
-/** The EFA conformance suite on the real {@code efa-direct} provider (see {@link EfaHardwareSuite}). */
+/**
+ * The EFA conformance suite on the real {@code efa-direct} provider (see {@link EfaHardwareSuite}).
+ */
 class EfaDirectHardwareConformanceTest extends EfaHardwareSuite {
   @BeforeAll
   static void hardware() {

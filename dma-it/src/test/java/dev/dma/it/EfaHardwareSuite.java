@@ -3,9 +3,9 @@ package dev.dma.it;
 import dev.dma.api.DmaConfiguration;
 
 /**
- * The EFA conformance suite on a real EFA provider, on the first EFA device. The provider is
- * found by its name, as users find it. Subclasses name the fabric and skip themselves (with the
- * reason printed) unless {@code -Ddma.efa=true} is set on an EFA host.
+ * The EFA conformance suite on a real EFA provider, on the first EFA device. The provider is found
+ * by its name, as users find it. Subclasses name the fabric and skip themselves (with the reason
+ * printed) unless {@code -Ddma.efa=true} is set on an EFA host.
  */
 abstract class EfaHardwareSuite extends EfaConformanceSuite {
   @Override

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.dma.api.Advertisement;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
@@ -128,7 +127,6 @@ class EndpointResetTest {
 
   private static void write(
       FabricService<Buffer> service, Advertisement ad, MemorySegment local, int id) {
-    assertTrue(
-        service.submit(TransferRequest.write(1, ad, new Buffer(id, local))));
+    assertTrue(service.submit(TransferRequest.write(1, ad, new Buffer(id, local))));
   }
 }

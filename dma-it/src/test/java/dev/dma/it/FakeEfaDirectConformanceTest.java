@@ -60,7 +60,8 @@ class FakeEfaDirectConformanceTest extends EfaConformanceSuite {
       FakeCounters counters = fake.counters();
       fake.close();
       assertEquals(0, counters.violations(), counters.lastViolation());
-      assertEquals(0, counters.removesWithOpsOutstanding(), "a peer was removed under its transfers");
+      assertEquals(
+          0, counters.removesWithOpsOutstanding(), "a peer was removed under its transfers");
     }
   }
 }

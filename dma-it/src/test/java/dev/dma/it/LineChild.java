@@ -148,7 +148,13 @@ final class LineChild {
       Thread.currentThread().interrupt();
     }
     return new AssertionError(
-        name + " " + what + (process.isAlive() ? "" : " (exit " + process.exitValue() + ")")
-            + "; killed. Its stderr (" + log + "):\n" + stderrTail());
+        name
+            + " "
+            + what
+            + (process.isAlive() ? "" : " (exit " + process.exitValue() + ")")
+            + "; killed. Its stderr ("
+            + log
+            + "):\n"
+            + stderrTail());
   }
 }

@@ -30,15 +30,16 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Writes that a provider never completes, against an independent target process: on shm and
- * udp;ofi_rxd a write with a wrong remote key or to an address outside every region (0 where regions
- * are addressed virtually) gets no completion at all
- * (measured; a plain C initiator sees the same). Each must fail by the completion deadline, only
- * after the endpoint reset made its operand safe, and the service must keep serving the same target
- * once the application adds the peer again.
+ * udp;ofi_rxd a write with a wrong remote key or to an address outside every region (0 where
+ * regions are addressed virtually) gets no completion at all (measured; a plain C initiator sees
+ * the same). Each must fail by the completion deadline, only after the endpoint reset made its
+ * operand safe, and the service must keep serving the same target once the application adds the
+ * peer again.
  */
 class LostCompletionTest {
   private static final int SIZE = 1 << 20;
   private static final Duration DEADLINE = Duration.ofSeconds(1);
+
   /** The deadline is checked every deadline/16; the reset and the re-post take milliseconds. */
   private static final long FAIL_WITHIN_MS = DEADLINE.toMillis() + 2_000;
 
@@ -88,9 +89,7 @@ class LostCompletionTest {
               ? new Advertisement(ad.address(), ad.remoteKey() + 7919, ad.remoteAddress())
               : new Advertisement(ad.address(), ad.remoteKey(), badAddress);
       long started = System.nanoTime();
-      assertTrue(
-          service.submit(
-              TransferRequest.write(1, bad, new Buffer(99, local))));
+      assertTrue(service.submit(TransferRequest.write(1, bad, new Buffer(99, local))));
       Completion<Buffer> failed = completions.take();
       long tookMs = (System.nanoTime() - started) / 1_000_000;
       assertFalse(failed.outcome().isDone(), "the bad write succeeded");
@@ -101,8 +100,16 @@ class LostCompletionTest {
         assertTrue(error.getMessage().contains("client 1"), error.getMessage());
       }
       System.out.println(
-          "LostCompletionTest " + provider + " " + fault + ": " + error.reason() + " after "
-              + tookMs + " ms: " + error.getMessage());
+          "LostCompletionTest "
+              + provider
+              + " "
+              + fault
+              + ": "
+              + error.reason()
+              + " after "
+              + tookMs
+              + " ms: "
+              + error.getMessage());
 
       // The service keeps serving the same target once the application adds the peer again.
       service.addPeer(1, ad.address());
@@ -129,10 +136,11 @@ class LostCompletionTest {
     assertTrue(readLine(out).startsWith("filled "));
     Patterns.fill(local, seed);
     assertTrue(
-        service.submit(TransferRequest.write(1, ad, new Buffer((int) seed, local)).withChecksum(Checksum.CRC32C)));
+        service.submit(
+            TransferRequest.write(1, ad, new Buffer((int) seed, local))
+                .withChecksum(Checksum.CRC32C)));
     Completion<Buffer> written = completions.take();
-    assertTrue(
-        written.outcome().isDone(), () -> "good write failed: " + written.outcome().error());
+    assertTrue(written.outcome().isDone(), () -> "good write failed: " + written.outcome().error());
     int expected = Checksums.crc32c(local);
     assertEquals(expected, written.outcome().done().checksum().orElseThrow());
     // The target's own bytes: its first 64 KiB, then the rest of what fill 0 left.
@@ -145,9 +153,9 @@ class LostCompletionTest {
   }
 
   /**
-   * shm checks neither keys nor bounds, so a write straddling the end of the target's buffer
-   * would land past it: the advertised length (the advertisement's fourth field) refuses it
-   * before anything is posted.
+   * shm checks neither keys nor bounds, so a write straddling the end of the target's buffer would
+   * land past it: the advertised length (the advertisement's fourth field) refuses it before
+   * anything is posted.
    */
   @org.junit.jupiter.api.Test
   @Timeout(value = 60, unit = TimeUnit.SECONDS)

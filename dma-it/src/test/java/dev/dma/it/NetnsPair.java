@@ -62,14 +62,16 @@ final class NetnsPair implements AutoCloseable {
    */
   static NetnsPair create() throws IOException, InterruptedException {
     Object uid = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
-    skipUnless(Integer.valueOf(0).equals(uid), "not root (uid " + uid + "): network namespaces need root");
+    skipUnless(
+        Integer.valueOf(0).equals(uid), "not root (uid " + uid + "): network namespaces need root");
     Optional<String> ip = tool("ip");
     skipUnless(ip.isPresent(), "`ip` (iproute2) is not installed");
     Optional<String> nft = tool("nft");
     skipUnless(nft.isPresent(), "`nft` (nftables) is not installed");
     removeLeftovers(ip.orElseThrow());
     long pid = ProcessHandle.current().pid();
-    NetnsPair pair = new NetnsPair(ip.orElseThrow(), nft.orElseThrow(), pid, NUMBERS.incrementAndGet());
+    NetnsPair pair =
+        new NetnsPair(ip.orElseThrow(), nft.orElseThrow(), pid, NUMBERS.incrementAndGet());
     Result probe = run(pair.ip, "netns", "add", pair.serverNs);
     if (probe.code != 0) {
       skipUnless(false, "`ip netns add` failed: " + probe.output.strip());
@@ -79,18 +81,51 @@ final class NetnsPair implements AutoCloseable {
     try {
       pair.must(pair.ip, "netns", "add", pair.targetNs);
       pair.must(
-          pair.ip, "link", "add", "name", pair.serverLink, "netns", pair.serverNs,
-          "type", "veth", "peer", "name", pair.targetLink, "netns", pair.targetNs);
-      pair.must(pair.ip, "-n", pair.serverNs, "addr", "add", pair.serverAddress + "/30", "dev", pair.serverLink);
-      pair.must(pair.ip, "-n", pair.targetNs, "addr", "add", pair.targetAddress + "/30", "dev", pair.targetLink);
-      for (String[] nsLink : new String[][] {{pair.serverNs, pair.serverLink}, {pair.targetNs, pair.targetLink}}) {
+          pair.ip,
+          "link",
+          "add",
+          "name",
+          pair.serverLink,
+          "netns",
+          pair.serverNs,
+          "type",
+          "veth",
+          "peer",
+          "name",
+          pair.targetLink,
+          "netns",
+          pair.targetNs);
+      pair.must(
+          pair.ip,
+          "-n",
+          pair.serverNs,
+          "addr",
+          "add",
+          pair.serverAddress + "/30",
+          "dev",
+          pair.serverLink);
+      pair.must(
+          pair.ip,
+          "-n",
+          pair.targetNs,
+          "addr",
+          "add",
+          pair.targetAddress + "/30",
+          "dev",
+          pair.targetLink);
+      for (String[] nsLink :
+          new String[][] {{pair.serverNs, pair.serverLink}, {pair.targetNs, pair.targetLink}}) {
         pair.must(pair.ip, "-n", nsLink[0], "link", "set", "lo", "up");
         pair.must(pair.ip, "-n", nsLink[0], "link", "set", nsLink[1], "up");
       }
       System.out.printf(
           "[netns] %s (%s %s) <-veth-> %s (%s %s)%n",
-          pair.serverNs, pair.serverLink, pair.serverAddress,
-          pair.targetNs, pair.targetLink, pair.targetAddress);
+          pair.serverNs,
+          pair.serverLink,
+          pair.serverAddress,
+          pair.targetNs,
+          pair.targetLink,
+          pair.targetAddress);
       built = true;
       return pair;
     } finally {
@@ -114,10 +149,22 @@ final class NetnsPair implements AutoCloseable {
 
   private void dropInput(String ns, String link) throws IOException, InterruptedException {
     must(
-        ip, "netns", "exec", ns, nft,
-        "add table inet " + TABLE + "; "
-            + "add chain inet " + TABLE + " in { type filter hook input priority 0; policy accept; }; "
-            + "add rule inet " + TABLE + " in iifname \"" + link + "\" drop");
+        ip,
+        "netns",
+        "exec",
+        ns,
+        nft,
+        "add table inet "
+            + TABLE
+            + "; "
+            + "add chain inet "
+            + TABLE
+            + " in { type filter hook input priority 0; policy accept; }; "
+            + "add rule inet "
+            + TABLE
+            + " in iifname \""
+            + link
+            + "\" drop");
   }
 
   /**
@@ -216,12 +263,16 @@ final class NetnsPair implements AutoCloseable {
       }
       Result deleted = run(ip, "netns", "del", name);
       System.out.println(
-          "[netns] removed leftover " + name + " of a dead run" + (deleted.code == 0 ? "" : ": " + deleted.output.strip()));
+          "[netns] removed leftover "
+              + name
+              + " of a dead run"
+              + (deleted.code == 0 ? "" : ": " + deleted.output.strip()));
     }
   }
 
   private static Optional<String> tool(String name) {
-    List<String> dirs = new ArrayList<>(List.of(System.getenv().getOrDefault("PATH", "").split(":")));
+    List<String> dirs =
+        new ArrayList<>(List.of(System.getenv().getOrDefault("PATH", "").split(":")));
     dirs.addAll(List.of("/usr/sbin", "/sbin", "/usr/bin", "/bin"));
     for (String dir : dirs) {
       if (!dir.isEmpty()) {

@@ -37,8 +37,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <ul>
  *   <li>{@code target <hex> <key> <remote-address>}: the target's advertisement; adds the peer
  *   <li>{@code address}: the service's current local address
- *   <li>{@code verify <label> <count> <seed> <timeoutMs>}: for each slot below {@code count}, writes
- *       a pattern and reads it back, one at a time, with checksums; reports both CRCs per slot
+ *   <li>{@code verify <label> <count> <seed> <timeoutMs>}: for each slot below {@code count},
+ *       writes a pattern and reads it back, one at a time, with checksums; reports both CRCs per
+ *       slot
  *   <li>{@code bench <count> <bytes>}: {@code count} sequential writes, then {@code count} at once
  *   <li>{@code burst <label> <count> <bytes>}: submits {@code count} writes at once, no checksum
  *   <li>{@code mark}: notes the moment the partition started
@@ -141,7 +142,8 @@ public final class PartitionServer {
         new PartitionServer(configuration, Integer.parseInt(args[6]), Long.parseLong(args[7]));
     System.out.println("address " + Advertisement.encodeHex(server.service.localAddress()));
     System.out.flush();
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     String line;
     while ((line = in.readLine()) != null) {
       String[] words = line.split(" ");
@@ -149,7 +151,12 @@ public final class PartitionServer {
       try {
         answer = server.handle(words);
       } catch (Exception | AssertionError failure) {
-        answer = words[0] + " error=" + failure.getClass().getSimpleName() + " msg=" + oneLine(failure.getMessage());
+        answer =
+            words[0]
+                + " error="
+                + failure.getClass().getSimpleName()
+                + " msg="
+                + oneLine(failure.getMessage());
       }
       System.out.println(answer);
       System.out.flush();
@@ -172,19 +179,29 @@ public final class PartitionServer {
       }
       case "address" -> "address hex=" + Advertisement.encodeHex(service.localAddress());
       case "verify" ->
-          verify(words[1], Integer.parseInt(words[2]), Long.parseLong(words[3]), Long.parseLong(words[4]));
+          verify(
+              words[1],
+              Integer.parseInt(words[2]),
+              Long.parseLong(words[3]),
+              Long.parseLong(words[4]));
       case "bench" -> bench(Integer.parseInt(words[1]), Long.parseLong(words[2]));
       case "burst" -> {
         long start = System.nanoTime();
         int accepted = burst(words[1], Integer.parseInt(words[2]), Long.parseLong(words[3]));
-        yield "burst label=" + words[1] + " accepted=" + accepted + " us=" + micros(System.nanoTime() - start);
+        yield "burst label="
+            + words[1]
+            + " accepted="
+            + accepted
+            + " us="
+            + micros(System.nanoTime() - start);
       }
       case "mark" -> {
         partitionNanos = System.nanoTime();
         yield "mark ok";
       }
       case "await" -> {
-        awaitLabel(words[1], System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Long.parseLong(words[2])));
+        awaitLabel(
+            words[1], System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Long.parseLong(words[2])));
         yield status("await", words[1]);
       }
       case "status" -> status("status", words[1]);
@@ -194,7 +211,10 @@ public final class PartitionServer {
         while (service.outstanding() != 0 && System.nanoTime() < deadline) {
           Thread.sleep(5);
         }
-        yield "outstanding value=" + service.outstanding() + " waitedms=" + millis(System.nanoTime() - start);
+        yield "outstanding value="
+            + service.outstanding()
+            + " waitedms="
+            + millis(System.nanoTime() - start);
       }
       case "cpu" -> cpu();
       case "addpeer" -> {
@@ -282,7 +302,8 @@ public final class PartitionServer {
     return list;
   }
 
-  private String verify(String label, int count, long seed, long timeoutMs) throws InterruptedException {
+  private String verify(String label, int count, long seed, long timeoutMs)
+      throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
     List<String> written = new ArrayList<>();
     List<String> read = new ArrayList<>();
@@ -308,7 +329,8 @@ public final class PartitionServer {
       writeNanos[slot] = write.completeNanos - write.submitNanos;
       if (!write.completion.outcome().isDone()) {
         ok = false;
-        failure = "write to slot " + slot + " failed: " + describe(write.completion.outcome().error());
+        failure =
+            "write to slot " + slot + " failed: " + describe(write.completion.outcome().error());
         break;
       }
       written.add(Integer.toString(write.completion.outcome().done().checksum().orElseThrow()));
@@ -327,20 +349,29 @@ public final class PartitionServer {
       readNanos[slot] = back.completeNanos - back.submitNanos;
       if (!back.completion.outcome().isDone()) {
         ok = false;
-        failure = "read of slot " + slot + " failed: " + describe(back.completion.outcome().error());
+        failure =
+            "read of slot " + slot + " failed: " + describe(back.completion.outcome().error());
         break;
       }
       read.add(Integer.toString(back.completion.outcome().done().checksum().orElseThrow()));
       done++;
     }
-    return "verify label=" + label
-        + " ok=" + ok
-        + " done=" + done
-        + " written=" + (written.isEmpty() ? "-" : String.join(",", written))
-        + " read=" + (read.isEmpty() ? "-" : String.join(",", read))
-        + " writeus=" + spread(Arrays.copyOf(writeNanos, done))
-        + " readus=" + spread(Arrays.copyOf(readNanos, done))
-        + " msg=" + oneLine(failure);
+    return "verify label="
+        + label
+        + " ok="
+        + ok
+        + " done="
+        + done
+        + " written="
+        + (written.isEmpty() ? "-" : String.join(",", written))
+        + " read="
+        + (read.isEmpty() ? "-" : String.join(",", read))
+        + " writeus="
+        + spread(Arrays.copyOf(writeNanos, done))
+        + " readus="
+        + spread(Arrays.copyOf(readNanos, done))
+        + " msg="
+        + oneLine(failure);
   }
 
   private String bench(int count, long bytes) throws InterruptedException {
@@ -351,7 +382,9 @@ public final class PartitionServer {
     for (int i = 0; i < count; i++) {
       Op op = newOp("bench-seq", source);
       if (!submit(op, request(op, i % slots, Direction.TO_PEER, false)) || !awaitOp(op, deadline)) {
-        return "bench ok=false msg=sequential write " + i + " not accepted or not completed in 20 s";
+        return "bench ok=false msg=sequential write "
+            + i
+            + " not accepted or not completed in 20 s";
       }
       if (!op.completion.outcome().isDone()) {
         return "bench ok=false msg=" + oneLine(describe(op.completion.outcome().error()));
@@ -406,19 +439,38 @@ public final class PartitionServer {
       }
     }
     StringBuilder reasonText = new StringBuilder();
-    reasons.forEach((reason, n) -> reasonText.append(reasonText.isEmpty() ? "" : ",").append(reason).append(':').append(n));
-    return verb + " label=" + label
-        + " n=" + list.size()
-        + " ok=" + ok
-        + " failed=" + failed
-        + " pending=" + pending
-        + " minms=" + (minMs == Long.MAX_VALUE ? -1 : minMs)
-        + " maxms=" + maxMs
-        + " maxaftermarkms=" + maxAfterMark
-        + " outstanding=" + service.outstanding()
-        + " duplicates=" + duplicates.get()
-        + " reasons=" + (reasonText.isEmpty() ? "-" : reasonText)
-        + " msg=" + oneLine(String.join(" | ", messages));
+    reasons.forEach(
+        (reason, n) ->
+            reasonText
+                .append(reasonText.isEmpty() ? "" : ",")
+                .append(reason)
+                .append(':')
+                .append(n));
+    return verb
+        + " label="
+        + label
+        + " n="
+        + list.size()
+        + " ok="
+        + ok
+        + " failed="
+        + failed
+        + " pending="
+        + pending
+        + " minms="
+        + (minMs == Long.MAX_VALUE ? -1 : minMs)
+        + " maxms="
+        + maxMs
+        + " maxaftermarkms="
+        + maxAfterMark
+        + " outstanding="
+        + service.outstanding()
+        + " duplicates="
+        + duplicates.get()
+        + " reasons="
+        + (reasonText.isEmpty() ? "-" : reasonText)
+        + " msg="
+        + oneLine(String.join(" | ", messages));
   }
 
   private String cpu() {
@@ -426,8 +478,14 @@ public final class PartitionServer {
     for (Thread thread : Thread.getAllStackTraces().keySet()) {
       if (thread.getName().startsWith("fabric-")) {
         long ns = threads.getThreadCpuTime(thread.threadId());
-        return "cpu thread=" + thread.getName() + " ns=" + ns + " wallns=" + System.nanoTime()
-            + " state=" + thread.getState();
+        return "cpu thread="
+            + thread.getName()
+            + " ns="
+            + ns
+            + " wallns="
+            + System.nanoTime()
+            + " state="
+            + thread.getState();
       }
     }
     return "cpu error=nothread msg=no thread named fabric-NN";
@@ -447,14 +505,22 @@ public final class PartitionServer {
         missing++;
       }
     }
-    return "close returned=" + returned
-        + " ms=" + millis(elapsed)
-        + " submitted=" + ops.size()
-        + " missing=" + missing
-        + " duplicates=" + duplicates.get()
-        + " unknown=" + unknown.get()
-        + " outstanding=" + service.outstanding()
-        + " running=" + service.isRunning();
+    return "close returned="
+        + returned
+        + " ms="
+        + millis(elapsed)
+        + " submitted="
+        + ops.size()
+        + " missing="
+        + missing
+        + " duplicates="
+        + duplicates.get()
+        + " unknown="
+        + unknown.get()
+        + " outstanding="
+        + service.outstanding()
+        + " running="
+        + service.isRunning();
   }
 
   private static String describe(DmaException error) {
@@ -467,9 +533,12 @@ public final class PartitionServer {
     }
     long[] sorted = nanos.clone();
     Arrays.sort(sorted);
-    return "p50:" + micros(sorted[sorted.length / 2])
-        + ",p90:" + micros(sorted[(int) (sorted.length * 0.9)])
-        + ",max:" + micros(sorted[sorted.length - 1]);
+    return "p50:"
+        + micros(sorted[sorted.length / 2])
+        + ",p90:"
+        + micros(sorted[(int) (sorted.length * 0.9)])
+        + ",max:"
+        + micros(sorted[sorted.length - 1]);
   }
 
   private static long micros(long nanos) {

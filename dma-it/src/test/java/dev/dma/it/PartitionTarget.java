@@ -37,7 +37,8 @@ public final class PartitionTarget {
         DmaConfiguration.builder().providers(args[0]).bind(args[1]).build();
     int slots = Integer.parseInt(args[2]);
     long slotBytes = Long.parseLong(args[3]);
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     try (Arena arena = Arena.ofShared();
         PassiveTarget target = PassiveTarget.start(configuration)) {
       MemorySegment memory = arena.allocate(slots * slotBytes, 4096);

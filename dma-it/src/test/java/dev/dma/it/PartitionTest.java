@@ -26,18 +26,18 @@ import org.junit.jupiter.params.provider.ValueSource;
  * namespaces it creates is used. Every wait is bounded; the namespaces and children are removed in
  * {@code finally} and by a shutdown hook.
  *
- * <p>The partition scenario: warm-up writes and reads with checksums (and a short benchmark, printed
- * for tuning the bounds); 16 writes racing the partition (each must end once, either way); the
- * partition; 16 writes posted onto the silent link, which must fail within completion_deadline plus
- * a grace, at least one with DEADLINE; the worker's CPU time while they are stuck; 8 more writes
- * after the deadline passed, which must fail at once; {@code outstanding()} back to 0; healing,
- * {@code addPeer}, and writes and reads whose CRC-32C match the target's; close within its bound.
- * The close scenario: the partition, 16 writes onto it, then {@code close()} at once, which must
- * return within close_timeout plus a grace with exactly one completion per transfer.
+ * <p>The partition scenario: warm-up writes and reads with checksums (and a short benchmark,
+ * printed for tuning the bounds); 16 writes racing the partition (each must end once, either way);
+ * the partition; 16 writes posted onto the silent link, which must fail within completion_deadline
+ * plus a grace, at least one with DEADLINE; the worker's CPU time while they are stuck; 8 more
+ * writes after the deadline passed, which must fail at once; {@code outstanding()} back to 0;
+ * healing, {@code addPeer}, and writes and reads whose CRC-32C match the target's; close within its
+ * bound. The close scenario: the partition, 16 writes onto it, then {@code close()} at once, which
+ * must return within close_timeout plus a grace with exactly one completion per transfer.
  *
  * <p>Checks are collected and reported together (each printed as PASS or FAIL with what was
- * observed), so one run shows everything that does not hold yet; a child that stops answering
- * fails the test at once.
+ * observed), so one run shows everything that does not hold yet; a child that stops answering fails
+ * the test at once.
  */
 class PartitionTest {
   /**
@@ -45,20 +45,28 @@ class PartitionTest {
    * worker waiting on stuck transfers and not the reset that ends the wait.
    */
   static final long DEADLINE_MS = 4000;
+
   /** The server's progress_deadline. */
   static final long PROGRESS_MS = 1000;
+
   /** The server's close_timeout. */
   static final long CLOSE_MS = 3000;
+
   /** Slack on top of the completion deadline for an in-flight transfer to fail. */
   static final long GRACE_MS = 1500;
+
   /** Slack on top of close_timeout for close() to return. */
   static final long CLOSE_GRACE_MS = 1000;
+
   /** How soon a transfer submitted to a peer known dead must fail. */
   static final long FAST_MS = 1000;
+
   /** The worker's CPU over the stuck window, at most this share of the window. */
   static final double CPU_LIMIT = 0.05;
+
   /** The stuck window, measured from the partition. */
   static final long CPU_FROM_MS = 1200;
+
   static final long CPU_TO_MS = 3200;
   static final int MAX_IN_FLIGHT = 64;
   static final int SLOTS = 64;
@@ -83,21 +91,33 @@ class PartitionTest {
       LineChild server = children.server;
       LineChild target = children.target;
       warmUp(checks, server, target, 8, 100);
-      System.out.println("[timing] " + provider + ": " + server.ask("bench 32 " + SLOT_BYTES, Duration.ofSeconds(30)));
+      System.out.println(
+          "[timing] "
+              + provider
+              + ": "
+              + server.ask("bench 32 " + SLOT_BYTES, Duration.ofSeconds(30)));
 
       // 16 racing the partition: submitted just before it, so they may complete or be caught.
-      Map<String, String> race = server.askFields("burst race " + IN_FLIGHT + " " + SLOT_BYTES, ANSWER);
+      Map<String, String> race =
+          server.askFields("burst race " + IN_FLIGHT + " " + SLOT_BYTES, ANSWER);
       pair.partition();
       server.ask("mark", ANSWER);
       long markNanos = System.nanoTime();
       // 16 surely in flight: posted onto a link that already drops everything (64 KiB writes
       // drain across the veth in milliseconds, faster than nft applies a rule).
-      Map<String, String> burst = server.askFields("burst inflight " + IN_FLIGHT + " " + SLOT_BYTES, ANSWER);
+      Map<String, String> burst =
+          server.askFields("burst inflight " + IN_FLIGHT + " " + SLOT_BYTES, ANSWER);
       long burstNanos = System.nanoTime();
-      checks.check("16 + 16 transfers accepted around the partition",
-          race.get("accepted").equals("" + IN_FLIGHT) && burst.get("accepted").equals("" + IN_FLIGHT), race + " " + burst);
+      checks.check(
+          "16 + 16 transfers accepted around the partition",
+          race.get("accepted").equals("" + IN_FLIGHT)
+              && burst.get("accepted").equals("" + IN_FLIGHT),
+          race + " " + burst);
       Map<String, String> stuck = server.askFields("status inflight", ANSWER);
-      checks.check("the partition holds: the 16 posted after it have not completed", stuck.get("pending").equals("" + IN_FLIGHT), summary(stuck));
+      checks.check(
+          "the partition holds: the 16 posted after it have not completed",
+          stuck.get("pending").equals("" + IN_FLIGHT),
+          summary(stuck));
 
       sleepUntil(markNanos, CPU_FROM_MS);
       Map<String, String> cpu1 = server.askFields("cpu", ANSWER);
@@ -105,38 +125,62 @@ class PartitionTest {
       Map<String, String> cpu2 = server.askFields("cpu", ANSWER);
       double share = cpuShare(cpu1, cpu2);
       checks.check(
-          String.format("worker CPU over the stuck window (%d..%d ms after the partition) under %.0f %%", CPU_FROM_MS, CPU_TO_MS, CPU_LIMIT * 100),
+          String.format(
+              "worker CPU over the stuck window (%d..%d ms after the partition) under %.0f %%",
+              CPU_FROM_MS, CPU_TO_MS, CPU_LIMIT * 100),
           share < CPU_LIMIT,
-          String.format("%.1f %% of %d ms (worker %s)", share * 100, wallMs(cpu1, cpu2), cpu2.get("state")));
+          String.format(
+              "%.1f %% of %d ms (worker %s)", share * 100, wallMs(cpu1, cpu2), cpu2.get("state")));
 
       long left = Math.max(0, DEADLINE_MS + GRACE_MS - millisSince(burstNanos));
-      Map<String, String> inflight = server.askFields("await inflight " + left, ANSWER.plusMillis(left));
+      Map<String, String> inflight =
+          server.askFields("await inflight " + left, ANSWER.plusMillis(left));
       checks.check(
-          "every in-flight transfer failed within completion_deadline + grace (" + (DEADLINE_MS + GRACE_MS) + " ms)",
-          inflight.get("failed").equals("" + IN_FLIGHT) && Long.parseLong(inflight.get("maxms")) <= DEADLINE_MS + GRACE_MS,
+          "every in-flight transfer failed within completion_deadline + grace ("
+              + (DEADLINE_MS + GRACE_MS)
+              + " ms)",
+          inflight.get("failed").equals("" + IN_FLIGHT)
+              && Long.parseLong(inflight.get("maxms")) <= DEADLINE_MS + GRACE_MS,
           summary(inflight));
-      checks.check("in-flight transfers failed with DEADLINE (at least one) or PEER_UNREACHABLE",
-          reasonsWithin(inflight, DEAD_PEER_REASONS) && inflight.get("reasons").contains("DEADLINE"), inflight.get("reasons"));
-      checks.check("the failure names the deadline and the client id",
-          namesDeadlineAndClient(inflight.get("msg")), inflight.get("msg"));
+      checks.check(
+          "in-flight transfers failed with DEADLINE (at least one) or PEER_UNREACHABLE",
+          reasonsWithin(inflight, DEAD_PEER_REASONS)
+              && inflight.get("reasons").contains("DEADLINE"),
+          inflight.get("reasons"));
+      checks.check(
+          "the failure names the deadline and the client id",
+          namesDeadlineAndClient(inflight.get("msg")),
+          inflight.get("msg"));
       Map<String, String> raced = server.askFields("await race 0", ANSWER);
       checks.check(
-          "the 16 racing the partition each completed (ok, or failed with a dead-peer reason) within the bound",
-          raced.get("pending").equals("0") && Long.parseLong(raced.get("maxms")) <= DEADLINE_MS + GRACE_MS
+          "the 16 racing the partition each completed (ok, or failed with a dead-peer reason)"
+              + " within the bound",
+          raced.get("pending").equals("0")
+              && Long.parseLong(raced.get("maxms")) <= DEADLINE_MS + GRACE_MS
               && (raced.get("failed").equals("0") || reasonsWithin(raced, DEAD_PEER_REASONS)),
           summary(raced));
 
       Map<String, String> late = server.askFields("burst late " + LATE + " " + SLOT_BYTES, ANSWER);
-      Map<String, String> lateStatus = server.askFields("await late " + (FAST_MS + 500), ANSWER.plusMillis(FAST_MS));
+      Map<String, String> lateStatus =
+          server.askFields("await late " + (FAST_MS + 500), ANSWER.plusMillis(FAST_MS));
       checks.check(
-          "transfers submitted during the partition, after the deadline, fail fast (< " + FAST_MS + " ms)",
-          late.get("accepted").equals("" + LATE) && lateStatus.get("failed").equals("" + LATE)
+          "transfers submitted during the partition, after the deadline, fail fast (< "
+              + FAST_MS
+              + " ms)",
+          late.get("accepted").equals("" + LATE)
+              && lateStatus.get("failed").equals("" + LATE)
               && Long.parseLong(lateStatus.get("maxms")) < FAST_MS,
           summary(lateStatus));
-      checks.check("they fail with PEER_UNREACHABLE or DEADLINE", lateStatus.get("failed").equals("" + LATE)
-          && reasonsWithin(lateStatus, DEAD_PEER_REASONS), lateStatus.get("reasons"));
+      checks.check(
+          "they fail with PEER_UNREACHABLE or DEADLINE",
+          lateStatus.get("failed").equals("" + LATE)
+              && reasonsWithin(lateStatus, DEAD_PEER_REASONS),
+          lateStatus.get("reasons"));
       Map<String, String> outstanding = server.askFields("outstanding 1000", ANSWER);
-      checks.check("outstanding() returns to 0", outstanding.get("value").equals("0"), outstanding.toString());
+      checks.check(
+          "outstanding() returns to 0",
+          outstanding.get("value").equals("0"),
+          outstanding.toString());
 
       pair.heal();
       long healNanos = System.nanoTime();
@@ -144,12 +188,19 @@ class PartitionTest {
       Map<String, String> added = server.askFields("addpeer", ANSWER);
       checks.check("addPeer after healing", added.containsKey("us"), added.toString());
       Map<String, String> healed = verify(checks, server, target, "healed", 8, 200, 10_000);
-      System.out.println("[timing] healed transfers completed " + millisSince(healNanos) + " ms after healing (ok=" + healed.get("ok") + ")");
+      System.out.println(
+          "[timing] healed transfers completed "
+              + millisSince(healNanos)
+              + " ms after healing (ok="
+              + healed.get("ok")
+              + ")");
       Map<String, String> status = server.askFields("status inflight", ANSWER);
       System.out.println("[after heal] in-flight group: " + summary(status));
 
       Map<String, String> close =
-          server.askFields("close " + (CLOSE_MS + CLOSE_GRACE_MS + 2000), Duration.ofMillis(CLOSE_MS + CLOSE_GRACE_MS + 2000).plus(ANSWER));
+          server.askFields(
+              "close " + (CLOSE_MS + CLOSE_GRACE_MS + 2000),
+              Duration.ofMillis(CLOSE_MS + CLOSE_GRACE_MS + 2000).plus(ANSWER));
       checkClose(checks, close);
       target.send("quit");
     } finally {
@@ -159,8 +210,8 @@ class PartitionTest {
   }
 
   /**
-   * Closing the service while transfers are stuck behind a partition returns within its bound,
-   * and every transfer still gets exactly one completion.
+   * Closing the service while transfers are stuck behind a partition returns within its bound, and
+   * every transfer still gets exactly one completion.
    */
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"tcp", "libfabric:tcp;ofi_rxm"})
@@ -173,13 +224,21 @@ class PartitionTest {
       warmUp(checks, server, children.target, 4, 300);
       pair.partition();
       server.ask("mark", ANSWER);
-      Map<String, String> burst = server.askFields("burst inflight " + IN_FLIGHT + " " + SLOT_BYTES, ANSWER);
-      checks.check("16 transfers accepted after the partition", burst.get("accepted").equals("" + IN_FLIGHT), burst.toString());
+      Map<String, String> burst =
+          server.askFields("burst inflight " + IN_FLIGHT + " " + SLOT_BYTES, ANSWER);
+      checks.check(
+          "16 transfers accepted after the partition",
+          burst.get("accepted").equals("" + IN_FLIGHT),
+          burst.toString());
       Thread.sleep(300);
       Map<String, String> stuck = server.askFields("status inflight", ANSWER);
-      checks.check("the partition holds: they have not completed", stuck.get("pending").equals("" + IN_FLIGHT), summary(stuck));
+      checks.check(
+          "the partition holds: they have not completed",
+          stuck.get("pending").equals("" + IN_FLIGHT),
+          summary(stuck));
       long bound = CLOSE_MS + CLOSE_GRACE_MS;
-      Map<String, String> close = server.askFields("close " + (bound + 2000), Duration.ofMillis(bound + 2000).plus(ANSWER));
+      Map<String, String> close =
+          server.askFields("close " + (bound + 2000), Duration.ofMillis(bound + 2000).plus(ANSWER));
       checkClose(checks, close);
     } finally {
       checks.report();
@@ -189,39 +248,71 @@ class PartitionTest {
 
   record Pair(LineChild server, LineChild target, String[] serverAddress) {}
 
-  private static Pair startChildren(NetnsPair pair, String provider, String scenario) throws Exception {
+  private static Pair startChildren(NetnsPair pair, String provider, String scenario)
+      throws Exception {
     String tag = provider.replaceAll("[^A-Za-z0-9]+", "_") + "-" + scenario;
     LineChild target =
         LineChild.start(
             pair,
             "target-" + tag,
-            pair.javaIn(pair.targetNs, PartitionTarget.class, provider, pair.targetAddress, "" + SLOTS, "" + SLOT_BYTES));
+            pair.javaIn(
+                pair.targetNs,
+                PartitionTarget.class,
+                provider,
+                pair.targetAddress,
+                "" + SLOTS,
+                "" + SLOT_BYTES));
     LineChild server =
         LineChild.start(
             pair,
             "server-" + tag,
             pair.javaIn(
-                pair.serverNs, PartitionServer.class, provider, pair.serverAddress,
-                "" + DEADLINE_MS, "" + PROGRESS_MS, "" + CLOSE_MS, "" + MAX_IN_FLIGHT, "" + SLOTS, "" + SLOT_BYTES));
+                pair.serverNs,
+                PartitionServer.class,
+                provider,
+                pair.serverAddress,
+                "" + DEADLINE_MS,
+                "" + PROGRESS_MS,
+                "" + CLOSE_MS,
+                "" + MAX_IN_FLIGHT,
+                "" + SLOTS,
+                "" + SLOT_BYTES));
     String advertisement = target.expect("advertisement ", Duration.ofSeconds(30));
-    String address = server.expect("address ", Duration.ofSeconds(30)).substring("address ".length());
+    String address =
+        server.expect("address ", Duration.ofSeconds(30)).substring("address ".length());
     target.ask("insert " + address, ANSWER);
-    String answer = server.ask("target " + advertisement.substring("advertisement ".length()), ANSWER);
+    String answer =
+        server.ask("target " + advertisement.substring("advertisement ".length()), ANSWER);
     assertEquals("target ok", answer, "the server adds the target");
     return new Pair(server, target, new String[] {address});
   }
 
   /** Writes and reads back {@code count} slots, checking the CRCs against the target's own. */
-  private static void warmUp(Checks checks, LineChild server, LineChild target, int count, long seed) throws Exception {
+  private static void warmUp(
+      Checks checks, LineChild server, LineChild target, int count, long seed) throws Exception {
     Map<String, String> warm = verify(checks, server, target, "warm", count, seed, 10_000);
-    System.out.println("[timing] warm-up 64 KiB write " + warm.get("writeus") + " us, read " + warm.get("readus") + " us");
+    System.out.println(
+        "[timing] warm-up 64 KiB write "
+            + warm.get("writeus")
+            + " us, read "
+            + warm.get("readus")
+            + " us");
     assertEquals("true", warm.get("ok"), "warm-up transfers before any partition: " + warm);
   }
 
   private static Map<String, String> verify(
-      Checks checks, LineChild server, LineChild target, String label, int count, long seed, long timeoutMs) throws Exception {
+      Checks checks,
+      LineChild server,
+      LineChild target,
+      String label,
+      int count,
+      long seed,
+      long timeoutMs)
+      throws Exception {
     Map<String, String> result =
-        server.askFields("verify " + label + " " + count + " " + seed + " " + timeoutMs, ANSWER.plusMillis(timeoutMs));
+        server.askFields(
+            "verify " + label + " " + count + " " + seed + " " + timeoutMs,
+            ANSWER.plusMillis(timeoutMs));
     boolean ok = result.get("ok").equals("true");
     List<String> mismatches = new ArrayList<>();
     if (ok) {
@@ -230,19 +321,36 @@ class PartitionTest {
       for (int slot = 0; slot < count; slot++) {
         String held = LineChild.fields(target.ask("crc " + slot, ANSWER)).get("value");
         if (!written[slot].equals(held) || !read[slot].equals(held)) {
-          mismatches.add("slot " + slot + ": wrote " + written[slot] + ", target holds " + held + ", read back " + read[slot]);
+          mismatches.add(
+              "slot "
+                  + slot
+                  + ": wrote "
+                  + written[slot]
+                  + ", target holds "
+                  + held
+                  + ", read back "
+                  + read[slot]);
         }
       }
     }
     checks.check(
-        label + ": " + count + " writes and reads of 64 KiB succeed with matching CRC-32C (server, target, read back)",
+        label
+            + ": "
+            + count
+            + " writes and reads of 64 KiB succeed with matching CRC-32C (server, target, read"
+            + " back)",
         ok && mismatches.isEmpty(),
-        ok ? (mismatches.isEmpty() ? "all match" : String.join("; ", mismatches)) : result.get("msg"));
+        ok
+            ? (mismatches.isEmpty() ? "all match" : String.join("; ", mismatches))
+            : result.get("msg"));
     return result;
   }
 
-  /** On a recovered endpoint the server's address may change; the target then inserts the new one. */
-  private static void reinsertIfMoved(LineChild server, LineChild target, Pair children) throws Exception {
+  /**
+   * On a recovered endpoint the server's address may change; the target then inserts the new one.
+   */
+  private static void reinsertIfMoved(LineChild server, LineChild target, Pair children)
+      throws Exception {
     String now = server.askFields("address", ANSWER).get("hex");
     if (!now.equals(children.serverAddress[0])) {
       System.out.println("[heal] the server's address changed; the target inserts the new one");
@@ -259,9 +367,17 @@ class PartitionTest {
         close.toString());
     checks.check(
         "every transfer got exactly one completion",
-        close.get("missing").equals("0") && close.get("duplicates").equals("0") && close.get("unknown").equals("0"),
-        "submitted=" + close.get("submitted") + " missing=" + close.get("missing")
-            + " duplicates=" + close.get("duplicates") + " unknown=" + close.get("unknown"));
+        close.get("missing").equals("0")
+            && close.get("duplicates").equals("0")
+            && close.get("unknown").equals("0"),
+        "submitted="
+            + close.get("submitted")
+            + " missing="
+            + close.get("missing")
+            + " duplicates="
+            + close.get("duplicates")
+            + " unknown="
+            + close.get("unknown"));
   }
 
   private static boolean reasonsWithin(Map<String, String> status, Set<String> allowed) {
@@ -311,10 +427,24 @@ class PartitionTest {
   }
 
   private static String summary(Map<String, String> status) {
-    return "n=" + status.get("n") + " ok=" + status.get("ok") + " failed=" + status.get("failed")
-        + " pending=" + status.get("pending") + " latency " + status.get("minms") + ".." + status.get("maxms")
-        + " ms, last completion " + status.get("maxaftermarkms") + " ms after the partition, outstanding="
-        + status.get("outstanding") + " reasons=" + status.get("reasons");
+    return "n="
+        + status.get("n")
+        + " ok="
+        + status.get("ok")
+        + " failed="
+        + status.get("failed")
+        + " pending="
+        + status.get("pending")
+        + " latency "
+        + status.get("minms")
+        + ".."
+        + status.get("maxms")
+        + " ms, last completion "
+        + status.get("maxaftermarkms")
+        + " ms after the partition, outstanding="
+        + status.get("outstanding")
+        + " reasons="
+        + status.get("reasons");
   }
 
   private static void sleepUntil(long startNanos, long afterMs) throws InterruptedException {
@@ -351,14 +481,23 @@ class PartitionTest {
       if (lines.isEmpty()) {
         return;
       }
-      System.out.println("[summary " + name + "] " + (lines.size() - failures.size()) + " of " + lines.size() + " checks passed");
+      System.out.println(
+          "[summary "
+              + name
+              + "] "
+              + (lines.size() - failures.size())
+              + " of "
+              + lines.size()
+              + " checks passed");
       for (String line : lines) {
         System.out.println("[summary " + name + "]   " + line);
       }
     }
 
     void assertAllPassed() {
-      assertTrue(failures.isEmpty(), name + ": " + failures.size() + " check(s) failed:\n  " + String.join("\n  ", failures));
+      assertTrue(
+          failures.isEmpty(),
+          name + ": " + failures.size() + " check(s) failed:\n  " + String.join("\n  ", failures));
     }
   }
 }

@@ -19,8 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The README's quick start, so the README cannot rot: the java block under {@value #HEADING} is
- * extracted from README.md at the repository root, compiled as it stands, and run. There is no
- * copy of it here; README.md is the single source.
+ * extracted from README.md at the repository root, compiled as it stands, and run. There is no copy
+ * of it here; README.md is the single source.
  */
 class QuickStartTest {
   static final String HEADING = "## Quick start: a server over tcp";
@@ -55,7 +55,8 @@ class QuickStartTest {
                     "-d",
                     classes.toString()),
                 null,
-                javac.getStandardFileManager(null, null, StandardCharsets.UTF_8)
+                javac
+                    .getStandardFileManager(null, null, StandardCharsets.UTF_8)
                     .getJavaFileObjects(source))
             .call();
     assertTrue(compiled, () -> "the README's quick start does not compile:\n" + diagnostics);

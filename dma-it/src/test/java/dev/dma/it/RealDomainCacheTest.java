@@ -99,7 +99,8 @@ class RealDomainCacheTest {
     assertEquals(1, endpoint.registrations.get());
     // A span that does not contain its operand falls back to the operand's own extent.
     Registration narrow =
-        regions.lease(buffer.address(), 4096, spanning(CacheableSpan.of(buffer.address() + 8192, 4096)));
+        regions.lease(
+            buffer.address(), 4096, spanning(CacheableSpan.of(buffer.address() + 8192, 4096)));
     assertNotEquals(first, narrow);
     assertEquals(2, endpoint.registrations.get());
     narrow.release();
@@ -140,7 +141,8 @@ class RealDomainCacheTest {
                   () -> {
                     while (!stop.get()) {
                       for (CacheableSpan span : spans) {
-                        Registration lease = registry.covering(regions, span.base(), span.base() + 64);
+                        Registration lease =
+                            registry.covering(regions, span.base(), span.base() + 64);
                         if (lease != null) {
                           lease.descriptor(); // must be a live registration's descriptor
                           assertTrue(lease.leases() >= 1);

@@ -10,8 +10,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A real endpoint that claims to need local registration, so the registration cache runs its EFA
- * path against a real libfabric domain (tcp needs none by itself): every register and deregister
- * is a real {@code fi_mr_reg} and {@code fi_close}, counted here.
+ * path against a real libfabric domain (tcp needs none by itself): every register and deregister is
+ * a real {@code fi_mr_reg} and {@code fi_close}, counted here.
  */
 final class RegisteringEndpoint implements FabricEndpoint {
   private final FabricEndpoint real;
@@ -77,14 +77,28 @@ final class RegisteringEndpoint implements FabricEndpoint {
 
   @Override
   public int postWrite(
-      int slot, long peer, long localAddress, long lengthBytes, long descriptor, long remoteAddress, long remoteKey) {
-    return real.postWrite(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey) {
+    return real.postWrite(
+        slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
   }
 
   @Override
   public int postRead(
-      int slot, long peer, long localAddress, long lengthBytes, long descriptor, long remoteAddress, long remoteKey) {
-    return real.postRead(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey) {
+    return real.postRead(
+        slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
   }
 
   @Override

@@ -8,7 +8,6 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
@@ -41,6 +40,7 @@ import org.junit.jupiter.api.Test;
 class StripedGroupFakeTest {
   private static final AtomicInteger FABRICS = new AtomicInteger();
   private static final long THRESHOLD = 64 * 1024;
+
   /** Not a multiple of the chunk alignment: the last chunk is short. */
   private static final long LENGTH = 1024 * 1024 + 12_345;
 
@@ -51,6 +51,7 @@ class StripedGroupFakeTest {
   private PassiveTarget target;
   private Advertisement ad;
   private MemorySegment remote;
+
   /** Ops the fabric accepted, by initiator: every matcher sees every accepted op. */
   private final Map<ByteBuffer, AtomicInteger> opsByDevice = new ConcurrentHashMap<>();
 
@@ -116,7 +117,8 @@ class StripedGroupFakeTest {
 
   private TransferRequest<Buffer> read(int id, MemorySegment landing, long at) {
     Advertisement moved = new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + at);
-    return TransferRequest.read(1, moved, landing.byteSize(), new Buffer(id, landing)).withChecksum(Checksum.CRC32C);
+    return TransferRequest.read(1, moved, landing.byteSize(), new Buffer(id, landing))
+        .withChecksum(Checksum.CRC32C);
   }
 
   /** After the one expected completion: nothing else is in flight or queued. */
@@ -134,7 +136,10 @@ class StripedGroupFakeTest {
     TransferDone done = written.outcome().done();
     assertEquals(1, written.context().id());
     assertEquals(LENGTH, done.bytes());
-    assertEquals(Checksums.crc32c(local), done.checksum().orElseThrow(), "one CRC-32C over the whole operand");
+    assertEquals(
+        Checksums.crc32c(local),
+        done.checksum().orElseThrow(),
+        "one CRC-32C over the whole operand");
     assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote.asSlice(0, LENGTH)));
     assertNothingMore();
     for (int i = 0; i < 3; i++) {

@@ -6,7 +6,6 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferDone;
@@ -53,7 +52,8 @@ class StripedGroupTcpTest {
 
       assertEquals(
           true,
-          group.submit(TransferRequest.write(1, ad, new Buffer(1, local)).withChecksum(Checksum.CRC32C)));
+          group.submit(
+              TransferRequest.write(1, ad, new Buffer(1, local)).withChecksum(Checksum.CRC32C)));
       Completion<Buffer> written = completions.take();
       TransferDone sent = written.outcome().done();
       assertEquals(1, written.context().id());
@@ -64,7 +64,8 @@ class StripedGroupTcpTest {
       assertEquals(
           true,
           group.submit(
-              TransferRequest.read(1, ad, LENGTH, new Buffer(2, landing)).withChecksum(Checksum.CRC32C)));
+              TransferRequest.read(1, ad, LENGTH, new Buffer(2, landing))
+                  .withChecksum(Checksum.CRC32C)));
       Completion<Buffer> read = completions.take();
       assertEquals(2, read.context().id());
       assertEquals(LENGTH, read.outcome().done().bytes());

@@ -70,7 +70,8 @@ public final class TargetProcess {
     }
     DmaConfiguration configuration = DmaConfiguration.fromProperties(properties);
     long size = Long.parseLong(args[2]);
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     try (Arena arena = Arena.ofShared();
         PassiveTarget target = PassiveTarget.start(configuration)) {
       MemorySegment memory = arena.allocate(size, 4096);

@@ -20,11 +20,14 @@ class TcpConformanceTest extends ConformanceSuite {
     return DEAD_PEER.clone();
   }
 
-  /** tcp answers -FI_EAGAIN for as long as it is asked, so the progress deadline is what fails it. */
+  /**
+   * tcp answers -FI_EAGAIN for as long as it is asked, so the progress deadline is what fails it.
+   */
   @Override
   protected void deadPeerFailure(DmaException error) {
     assertEquals(
-        "no progress posting for 50ms: peer unreachable or transmit queue stuck", error.getMessage());
+        "no progress posting for 50ms: peer unreachable or transmit queue stuck",
+        error.getMessage());
     assertEquals(DmaException.Kind.TRANSFER, error.kind());
     assertEquals(11, error.fabricErrno());
   }

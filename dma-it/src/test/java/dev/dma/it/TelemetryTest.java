@@ -9,7 +9,6 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.CacheableSpan;
 import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
@@ -58,7 +57,9 @@ class TelemetryTest {
     sdk =
         OpenTelemetrySdk.builder()
             .setTracerProvider(
-                SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(spans)).build())
+                SdkTracerProvider.builder()
+                    .addSpanProcessor(SimpleSpanProcessor.create(spans))
+                    .build())
             .setMeterProvider(SdkMeterProvider.builder().registerMetricReader(metrics).build())
             .build();
     arena = Arena.ofShared();
@@ -95,7 +96,8 @@ class TelemetryTest {
     try (FakeFabric fabric = FakeFabric.create("telemetry-spans")) {
       fabric.script().requireLocalRegistration(true);
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       Collector<Spanned> completions = new Collector<>();
       DmaConfiguration configuration =
           DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
@@ -109,7 +111,8 @@ class TelemetryTest {
         try {
           MemorySegment local = arena.allocate(1000);
           assertTrue(
-              service.submit(TransferRequest.write(77, ad, new Spanned(local)).withChecksum(Checksum.CRC32C)));
+              service.submit(
+                  TransferRequest.write(77, ad, new Spanned(local)).withChecksum(Checksum.CRC32C)));
         } finally {
           scope.close();
         }
@@ -149,13 +152,15 @@ class TelemetryTest {
                 .completer(completions)
                 .openTelemetry(sdk)
                 .start()) {
-      Advertisement ad = client.expose(arena.allocate(65536), RemoteAccess.READ_WRITE).advertisement();
+      Advertisement ad =
+          client.expose(arena.allocate(65536), RemoteAccess.READ_WRITE).advertisement();
       Span request = sdk.getTracer("test").spanBuilder("dma.set").startSpan();
       Scope scope = request.makeCurrent();
       try {
         assertTrue(
             service.submit(
-                TransferRequest.read(5, ad, 65536, new Buffer(1, arena.allocate(65536))).withChecksum(Checksum.CRC32C)));
+                TransferRequest.read(5, ad, 65536, new Buffer(1, arena.allocate(65536)))
+                    .withChecksum(Checksum.CRC32C)));
       } finally {
         scope.close();
       }
@@ -179,7 +184,8 @@ class TelemetryTest {
   void workerPassesAreTracedOnlyWhenAskedAndOnlyWhenSomethingMoved() throws Exception {
     try (FakeFabric fabric = FakeFabric.create("telemetry-passes")) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       Collector<Buffer> completions = new Collector<>();
       DmaConfiguration configuration =
           DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
@@ -191,8 +197,7 @@ class TelemetryTest {
               .start()) {
         for (int i = 0; i < 3; i++) {
           assertTrue(
-              service.submit(
-                  TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64)))));
+              service.submit(TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64)))));
           assertTrue(completions.take().outcome().isDone());
         }
         // Idle now. Rather than sleep and hope the worker spins, make it run passes that move
@@ -239,7 +244,8 @@ class TelemetryTest {
   void metricsCountAScriptedRunExactly() throws Exception {
     try (FakeFabric fabric = FakeFabric.create("telemetry-metrics")) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       Collector<Buffer> completions = new Collector<>();
       DmaConfiguration configuration =
           DmaConfiguration.builder()
@@ -247,7 +253,10 @@ class TelemetryTest {
               .interfaces(List.of(fabric.name()))
               .progressDeadline(Duration.ofSeconds(30))
               .build();
-      fabric.script().againTimes(3).failOp(OpMatcher.nth(2).or(OpMatcher.nth(4)), 125, 107, "canceled");
+      fabric
+          .script()
+          .againTimes(3)
+          .failOp(OpMatcher.nth(2).or(OpMatcher.nth(4)), 125, 107, "canceled");
       try (FabricService<Buffer> service =
           FabricService.<Buffer>builder(configuration)
               .completer(completions)
@@ -260,22 +269,38 @@ class TelemetryTest {
           assertNotNull(completion);
         }
         MemorySegment landing = arena.allocate(50);
-        assertTrue(
-            service.submit(TransferRequest.read(1, ad, 50, new Buffer(9, landing))));
+        assertTrue(service.submit(TransferRequest.read(1, ad, 50, new Buffer(9, landing))));
         assertTrue(completions.take().outcome().isDone());
         Collection<MetricData> all = metrics.collectAllMetrics();
         Attributes writeDone =
-            Attributes.of(AttributeKey.stringKey("dma.direction"), "write", AttributeKey.stringKey("dma.outcome"), "done");
+            Attributes.of(
+                AttributeKey.stringKey("dma.direction"),
+                "write",
+                AttributeKey.stringKey("dma.outcome"),
+                "done");
         Attributes writeFailed =
-            Attributes.of(AttributeKey.stringKey("dma.direction"), "write", AttributeKey.stringKey("dma.outcome"), "failed");
+            Attributes.of(
+                AttributeKey.stringKey("dma.direction"),
+                "write",
+                AttributeKey.stringKey("dma.outcome"),
+                "failed");
         Attributes readDone =
-            Attributes.of(AttributeKey.stringKey("dma.direction"), "read", AttributeKey.stringKey("dma.outcome"), "done");
+            Attributes.of(
+                AttributeKey.stringKey("dma.direction"),
+                "read",
+                AttributeKey.stringKey("dma.outcome"),
+                "done");
         assertEquals(5, sum(all, "dma.transfers", writeDone));
         assertEquals(2, sum(all, "dma.transfers", writeFailed));
         assertEquals(1, sum(all, "dma.transfers", readDone));
         assertEquals(500, sum(all, "dma.bytes", writeDone));
         assertEquals(50, sum(all, "dma.bytes", readDone));
-        assertEquals(2, sum(all, "dma.errors", Attributes.of(AttributeKey.stringKey("dma.error.kind"), "transfer")));
+        assertEquals(
+            2,
+            sum(
+                all,
+                "dma.errors",
+                Attributes.of(AttributeKey.stringKey("dma.error.kind"), "transfer")));
         assertEquals(3, sum(all, "dma.eagain_stalls", Attributes.empty()));
         assertEquals(0, sum(all, "dma.progress_deadline_failures", Attributes.empty()));
         long latencyCount =
@@ -292,7 +317,10 @@ class TelemetryTest {
     }
     SpanData failed =
         spans.getFinishedSpanItems().stream()
-            .filter(span -> span.getName().equals("dma.wire") && span.getStatus().getStatusCode() == StatusCode.ERROR)
+            .filter(
+                span ->
+                    span.getName().equals("dma.wire")
+                        && span.getStatus().getStatusCode() == StatusCode.ERROR)
             .findFirst()
             .orElseThrow();
     assertEquals(125L, failed.getAttributes().get(AttributeKey.longKey("dma.fabric_errno")));
@@ -313,7 +341,10 @@ class TelemetryTest {
       Collector<Buffer> completions = new Collector<>();
       String name = fabric.name();
       DmaConfiguration configuration =
-          DmaConfiguration.builder().providers("fake").interfaces(List.of(name, name, name)).build();
+          DmaConfiguration.builder()
+              .providers("fake")
+              .interfaces(List.of(name, name, name))
+              .build();
       try (FabricServiceGroup<Buffer> group =
           FabricServiceGroup.<Buffer>builder(configuration)
               .completer(completions)
@@ -336,7 +367,9 @@ class TelemetryTest {
       target.close();
     }
     long wires =
-        spans.getFinishedSpanItems().stream().filter(span -> span.getName().equals("dma.wire")).count();
+        spans.getFinishedSpanItems().stream()
+            .filter(span -> span.getName().equals("dma.wire"))
+            .count();
     assertEquals(3, wires, "a wire span per chunk");
   }
 
@@ -344,7 +377,8 @@ class TelemetryTest {
   void aLostCompletionCountsOneCompletionDeadlineFailureAndOneReset() throws Exception {
     try (FakeFabric fabric = FakeFabric.create("telemetry-deadline")) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       Collector<Buffer> completions = new Collector<>();
       DmaConfiguration configuration =
           DmaConfiguration.builder()
@@ -358,9 +392,7 @@ class TelemetryTest {
               .completer(completions)
               .openTelemetry(sdk)
               .start()) {
-        assertTrue(
-            service.submit(
-                TransferRequest.write(1, ad, new Buffer(1, arena.allocate(64)))));
+        assertTrue(service.submit(TransferRequest.write(1, ad, new Buffer(1, arena.allocate(64)))));
         Completion<Buffer> lost = completions.take();
         assertEquals(dev.dma.api.DmaException.Reason.DEADLINE, lost.outcome().error().reason());
         Collection<MetricData> all = metrics.collectAllMetrics();

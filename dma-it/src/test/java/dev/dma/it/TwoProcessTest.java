@@ -7,7 +7,6 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
@@ -42,9 +41,9 @@ class TwoProcessTest {
         FabricService<Buffer> service =
             FabricService.<Buffer>builder(configuration).completer(completions).start();
         BufferedReader out =
-            new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
-        PrintWriter in =
-            new PrintWriter(child.getOutputStream(), true, StandardCharsets.UTF_8)) {
+            new BufferedReader(
+                new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+        PrintWriter in = new PrintWriter(child.getOutputStream(), true, StandardCharsets.UTF_8)) {
       String first = out.readLine();
       assertTrue(first != null && first.startsWith("advertisement "), "child said: " + first);
       Advertisement ad = Advertisement.fromFields(List.of(first.substring(14).split(" ")));
@@ -53,7 +52,9 @@ class TwoProcessTest {
 
       MemorySegment local = arena.allocate(SIZE, 4096);
       Patterns.fill(local, 77);
-      assertTrue(service.submit(TransferRequest.write(1, ad, new Buffer(1, local)).withChecksum(Checksum.CRC32C)));
+      assertTrue(
+          service.submit(
+              TransferRequest.write(1, ad, new Buffer(1, local)).withChecksum(Checksum.CRC32C)));
       Completion<Buffer> written = completions.take();
       int expected = Checksums.crc32c(local);
       assertEquals(expected, written.outcome().done().checksum().orElseThrow());
@@ -66,7 +67,8 @@ class TwoProcessTest {
       int childCrc = Integer.parseInt(filled.substring(7));
       assertTrue(
           service.submit(
-              TransferRequest.read(1, ad, SIZE, new Buffer(2, local)).withChecksum(Checksum.CRC32C)));
+              TransferRequest.read(1, ad, SIZE, new Buffer(2, local))
+                  .withChecksum(Checksum.CRC32C)));
       Completion<Buffer> read = completions.take();
       assertEquals(childCrc, read.outcome().done().checksum().orElseThrow());
       assertEquals(childCrc, Checksums.crc32c(local));

@@ -67,8 +67,7 @@ public record EndpointPolicy(
    * @return the policy
    */
   public static EndpointPolicy of(String providerName) {
-    return new EndpointPolicy(
-        providerName, null, 0, DEFAULT_HINT_MR_MODE, null, 0);
+    return new EndpointPolicy(providerName, null, 0, DEFAULT_HINT_MR_MODE, null, 0);
   }
 
   /**
@@ -79,12 +78,7 @@ public record EndpointPolicy(
    */
   public EndpointPolicy withFabricName(@Nullable String name) {
     return new EndpointPolicy(
-        providerName,
-        name,
-        hintMode,
-        hintMrMode,
-        defaultSourceNode,
-        identityLength);
+        providerName, name, hintMode, hintMrMode, defaultSourceNode, identityLength);
   }
 
   /**
@@ -105,8 +99,7 @@ public record EndpointPolicy(
    * @return the new policy
    */
   public EndpointPolicy withDefaultSourceNode(@Nullable String node) {
-    return new EndpointPolicy(
-        providerName, fabricName, hintMode, hintMrMode, node, identityLength);
+    return new EndpointPolicy(providerName, fabricName, hintMode, hintMrMode, node, identityLength);
   }
 
   /**

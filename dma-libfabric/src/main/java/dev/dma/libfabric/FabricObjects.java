@@ -30,9 +30,10 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Only the endpoint's owner thread calls it. The handles and function pointers are plain fields,
  * 0 or {@code MemorySegment.NULL} until opened, read directly by the endpoint's data path: the JIT
- * loads them as it would the endpoint's own fields. They change only in {@link #open}, {@link #openTransport} and the
- * closes, all on the owner thread. Memory it allocates (out-parameters, attributes, the endpoint
- * name) comes from the endpoint's arena, which the endpoint closes after {@link #closeDomain()}.
+ * loads them as it would the endpoint's own fields. They change only in {@link #open}, {@link
+ * #openTransport} and the closes, all on the owner thread. Memory it allocates (out-parameters,
+ * attributes, the endpoint name) comes from the endpoint's arena, which the endpoint closes after
+ * {@link #closeDomain()}.
  */
 final class FabricObjects {
   /** Under the endpoint's name, as before these objects had a class of their own. */
@@ -98,8 +99,7 @@ final class FabricObjects {
    *     the caller to close
    */
   void open(DmaConfiguration configuration) {
-    String node =
-        configuration.bind() != null ? configuration.bind() : policy.defaultSourceNode();
+    String node = configuration.bind() != null ? configuration.bind() : policy.defaultSourceNode();
     if (SHM.equals(policy.providerName()) && node != null) {
       // shm names the endpoint after a source node instead of the pid (fi_shm://127.0.0.1:0:0),
       // so two processes binding the same address collide with EBUSY. Its names are local to

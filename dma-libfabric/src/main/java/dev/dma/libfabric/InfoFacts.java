@@ -152,17 +152,17 @@ public record InfoFacts(
   /**
    * The most operations kept in flight on rxd ({@code udp;ofi_rxd}), whatever its {@code
    * tx_attr->size} (1024) says. Measured with {@code BurstProbe} (600 mixed 16 KiB writes and
-   * reads, one competing busy process, libfabric 1.17): a window of 64 stalled for good in 10 of
-   * 10 tries (no completion and no error for 30 s, after 24 to 416 completions), 32 and 16 in 0 of
-   * 10, and 16 finished fastest. {@code FI_OFI_RXD_MAX_UNACKED=16} (fewer packets in flight) did
-   * not help (4 of 5 stalled): the number of operations in flight is what matters.
+   * reads, one competing busy process, libfabric 1.17): a window of 64 stalled for good in 10 of 10
+   * tries (no completion and no error for 30 s, after 24 to 416 completions), 32 and 16 in 0 of 10,
+   * and 16 finished fastest. {@code FI_OFI_RXD_MAX_UNACKED=16} (fewer packets in flight) did not
+   * help (4 of 5 stalled): the number of operations in flight is what matters.
    */
   static final int RXD_MAX_DEPTH = 16;
 
   /**
    * Decision: the transmit depth, {@code tx_attr->size} clamped to {@code int}, and at most {@link
-   * #RXD_MAX_DEPTH} on rxd, where deeper windows stall under contention. The fabric worker keeps
-   * no more operations in flight than this.
+   * #RXD_MAX_DEPTH} on rxd, where deeper windows stall under contention. The fabric worker keeps no
+   * more operations in flight than this.
    *
    * @return the depth, 0 when the provider reports none
    */

@@ -20,8 +20,8 @@ import java.util.Set;
  * throws: a missing library makes {@link #availability()} unavailable with the reason. The library
  * is {@code libfabric.so.1}, or the name or absolute path in the system property {@value
  * #LIBRARY_PROPERTY} (for example AWS's {@code /opt/amazon/efa/lib64/libfabric.so.1}), or when that
- * is unset in the environment variable {@value #LIBRARY_ENVIRONMENT}. Loading
- * keeps the JVM's signal handlers (see the package documentation). Thread-safe and stateless.
+ * is unset in the environment variable {@value #LIBRARY_ENVIRONMENT}. Loading keeps the JVM's
+ * signal handlers (see the package documentation). Thread-safe and stateless.
  */
 public final class Libfabric {
   private Libfabric() {}
@@ -135,10 +135,10 @@ public final class Libfabric {
   }
 
   /**
-   * Whether {@code fi_getinfo}, asked exactly as {@link LibfabricEndpoint} asks ({@code
-   * FI_EP_RDM}, {@code FI_RMA} with remote read and write, the policy's mode and {@code mr_mode}
-   * hints, no source node), returns an entry of provider {@code policy.providerName()} itself:
-   * layered answers do not count. On libfabric 1.17 the hint {@code tcp} is answered only by {@code
+   * Whether {@code fi_getinfo}, asked exactly as {@link LibfabricEndpoint} asks ({@code FI_EP_RDM},
+   * {@code FI_RMA} with remote read and write, the policy's mode and {@code mr_mode} hints, no
+   * source node), returns an entry of provider {@code policy.providerName()} itself: layered
+   * answers do not count. On libfabric 1.17 the hint {@code tcp} is answered only by {@code
    * tcp;ofi_rxm} (tcp alone is {@code FI_EP_MSG}), so this is false there and true from 1.18 on,
    * where tcp serves RDM.
    *

@@ -35,10 +35,10 @@ import org.jspecify.annotations.Nullable;
  *       FabricObjects}: opening, resetting and closing the libfabric objects (a failure names its
  *       step, {@code "fi_domain: <fi_strerror> (<code>)"}) and the JVM's signal handlers kept
  *       across the calls that would replace them.
- *   <li>{@code AddressVector}: peer addresses checked before {@code fi_av_insert} and the live handles
- *       a post may name (libfabric checks neither, and tcp;ofi_rxm dies with SIGSEGV on a bad
- *       {@code fi_addr}); {@code Registrations}: memory registrations and their serialization with
- *       {@link #close()}.
+ *   <li>{@code AddressVector}: peer addresses checked before {@code fi_av_insert} and the live
+ *       handles a post may name (libfabric checks neither, and tcp;ofi_rxm dies with SIGSEGV on a
+ *       bad {@code fi_addr}); {@code Registrations}: memory registrations and their serialization
+ *       with {@link #close()}.
  *   <li>{@code CompletionErrors}: the message of a completion error entry.
  * </ul>
  *
@@ -316,10 +316,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
-   * <p>Checks what libfabric would not: a socket address must be as long as this endpoint's own
-   * and an {@code FI_SOCKADDR_IN}/{@code IN6} address must carry {@code AF_INET}/{@code AF_INET6};
-   * an {@code FI_ADDR_STR} address must be a printable, NUL-terminated {@code scheme://} string of
-   * at most {@code FI_NAME_MAX} (64) bytes, whatever its length (shm's grows with the pid). The
+   * <p>Checks what libfabric would not: a socket address must be as long as this endpoint's own and
+   * an {@code FI_SOCKADDR_IN}/{@code IN6} address must carry {@code AF_INET}/{@code AF_INET6}; an
+   * {@code FI_ADDR_STR} address must be a printable, NUL-terminated {@code scheme://} string of at
+   * most {@code FI_NAME_MAX} (64) bytes, whatever its length (shm's grows with the pid). The
    * identity is every byte, or the policy's {@link EndpointPolicy#identityLength()} leading bytes.
    */
   @Override
@@ -428,9 +428,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * {@inheritDoc}
    *
    * <p>Returns {@code -FI_EINVAL} without calling libfabric for a slot outside {@code [0, slots)}
-   * or a peer handle that is not live: libfabric would use either blindly; {@code -FI_ENOTCONN}
-   * for a peer that is an shm endpoint of this process and closed (shm would write into its
-   * unmapped region).
+   * or a peer handle that is not live: libfabric would use either blindly; {@code -FI_ENOTCONN} for
+   * a peer that is an shm endpoint of this process and closed (shm would write into its unmapped
+   * region).
    */
   @Override
   public int postWrite(
@@ -728,12 +728,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
-   * <p>Closes the endpoint, then its completion queue and address vector (children before
-   * parents, as {@link #close()} does), and opens all three again on the same domain with the same
-   * {@code fi_info}. Registrations belong to the domain and stay valid; the op-slot slab stays
-   * (the provider stopped writing contexts at {@code fi_close(ep)}); completions read but not yet
-   * delivered are dropped with the operations they name. tcp and sockets bind a new ephemeral
-   * port, so the local address changes.
+   * <p>Closes the endpoint, then its completion queue and address vector (children before parents,
+   * as {@link #close()} does), and opens all three again on the same domain with the same {@code
+   * fi_info}. Registrations belong to the domain and stay valid; the op-slot slab stays (the
+   * provider stopped writing contexts at {@code fi_close(ep)}); completions read but not yet
+   * delivered are dropped with the operations they name. tcp and sockets bind a new ephemeral port,
+   * so the local address changes.
    *
    * <p>Why not {@code fi_av_remove} instead ({@link #removalFlushes()} is false on every provider
    * here), per provider:
@@ -746,8 +746,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    *       progress thread. After a reset none of them completed and no discarded read wrote its
    *       landing buffer, on all five;
    *   <li>LIBFABRIC-FFM.md sections 8-10: sockets and shm keep using the old connection after a
-   *       removal; tcp;ofi_rxm crashes on a later post to the removed address; shm and
-   *       udp;ofi_rxd lose a bad write's completion altogether;
+   *       removal; tcp;ofi_rxm crashes on a later post to the removed address; shm and udp;ofi_rxd
+   *       lose a bad write's completion altogether;
    *   <li>EFA.md: on {@code efa} the removal releases the peer's entries, so its operations never
    *       complete; on efa-direct it destroys the address handle under posted work requests;
    *   <li>the libfabric man page ({@code fi_av}) leaves removal with operations outstanding

@@ -26,11 +26,11 @@ import java.util.List;
  * Names carry the pid ({@code fi_shm://<pid>:<uid>:<index>}; a configured {@code bind} is not
  * passed to shm, see {@link ShmNames}). Writes are delivery-complete, and shm sends a write of at
  * most its inject size (4 KiB) with delivery-complete through its segmentation protocol ({@code
- * smr_select_proto}: SAR, bounce buffers in the target's region), which moves only while the
- * target reads its completion queue; larger writes and all reads go straight between the address
- * spaces (CMA). On a small, busy host a starved target progress thread therefore stalls 4 KiB
- * writes, and the fabric worker's progress deadline fails them ("no progress posting for 1s"),
- * while reads of the same size never are: give the target a core, or raise the deadline.
+ * smr_select_proto}: SAR, bounce buffers in the target's region), which moves only while the target
+ * reads its completion queue; larger writes and all reads go straight between the address spaces
+ * (CMA). On a small, busy host a starved target progress thread therefore stalls 4 KiB writes, and
+ * the fabric worker's progress deadline fails them ("no progress posting for 1s"), while reads of
+ * the same size never are: give the target a core, or raise the deadline.
  *
  * <p>Stateless and thread-safe.
  */

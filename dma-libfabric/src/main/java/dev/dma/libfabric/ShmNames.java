@@ -23,8 +23,8 @@ import org.jspecify.annotations.Nullable;
  * writes into unmapped memory ({@code smr_unmap_region}: SIGSEGV, every time on libfabric 2.1), an
  * insert of its name maps the dead region again, and a post to it is a SIGSEGV too. The AV's own
  * close skips that write (no endpoint is bound to it any more), so an entry of a closed local peer
- * must be left to it. Only this process can tell: the registry records every shm name this
- * process opened and whether that endpoint is still open.
+ * must be left to it. Only this process can tell: the registry records every shm name this process
+ * opened and whether that endpoint is still open.
  *
  * <h2>Names</h2>
  *

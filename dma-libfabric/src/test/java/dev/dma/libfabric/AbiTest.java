@@ -74,8 +74,10 @@ class AbiTest {
           .append("));\n");
     }
     program
-        .append("  printf(\"%s %lld\\n\", \"" + HEADER_MAJOR + "\", (long long) FI_MAJOR_VERSION);\n")
-        .append("  printf(\"%s %lld\\n\", \"" + HEADER_MINOR + "\", (long long) FI_MINOR_VERSION);\n")
+        .append(
+            "  printf(\"%s %lld\\n\", \"" + HEADER_MAJOR + "\", (long long) FI_MAJOR_VERSION);\n")
+        .append(
+            "  printf(\"%s %lld\\n\", \"" + HEADER_MINOR + "\", (long long) FI_MINOR_VERSION);\n")
         .append("  return 0;\n}\n");
 
     Path dir = Path.of("target", "abi");
@@ -83,7 +85,8 @@ class AbiTest {
     Path source = dir.resolve("abi.c");
     Path binary = dir.resolve("abi");
     Files.writeString(source, program, StandardCharsets.UTF_8);
-    List<String> gcc = new ArrayList<>(List.of("gcc", "-std=gnu11", "-Wall", "-fdiagnostics-plain-output"));
+    List<String> gcc =
+        new ArrayList<>(List.of("gcc", "-std=gnu11", "-Wall", "-fdiagnostics-plain-output"));
     gcc.addAll(LibfabricHeaders.includeFlags());
     gcc.addAll(List.of("-o", binary.toString(), source.toString()));
     String diagnostics = run(gcc);
@@ -94,11 +97,14 @@ class AbiTest {
     List<String> otherWarnings = new ArrayList<>();
     for (String line : diagnostics.split("\n")) {
       if (line.contains(" warning: ") || line.contains(" error: ")) {
-        (line.contains(" warning: ") && line.contains(" is deprecated") ? deprecations : otherWarnings)
+        (line.contains(" warning: ") && line.contains(" is deprecated")
+                ? deprecations
+                : otherWarnings)
             .add(line);
       }
     }
-    assertEquals(List.of(), otherWarnings, "gcc warned about the generated program:\n" + diagnostics);
+    assertEquals(
+        List.of(), otherWarnings, "gcc warned about the generated program:\n" + diagnostics);
     String output = run(List.of(binary.toAbsolutePath().toString()));
 
     Map<String, Long> c = new LinkedHashMap<>();
@@ -133,7 +139,10 @@ class AbiTest {
                 + expected);
       }
     }
-    assertEquals(List.of(), mismatches, "ABI mismatches against the headers in " + LibfabricHeaders.describe());
+    assertEquals(
+        List.of(),
+        mismatches,
+        "ABI mismatches against the headers in " + LibfabricHeaders.describe());
     assertEquals(java.size(), c.size());
   }
 
@@ -144,7 +153,9 @@ class AbiTest {
     text.append("AbiTest: loaded libfabric ")
         .append(
             Libfabric.availability().available()
-                ? Libfabric.versionText(Libfabric.version()) + " (fi_version) from " + Libfabric.libraryFile()
+                ? Libfabric.versionText(Libfabric.version())
+                    + " (fi_version) from "
+                    + Libfabric.libraryFile()
                 : "unavailable: " + Libfabric.availability().reason())
         .append("\nAbiTest: headers ")
         .append(Libfabric.versionText(headerVersion))

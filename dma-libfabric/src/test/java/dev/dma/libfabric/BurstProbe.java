@@ -122,12 +122,15 @@ public final class BurstProbe {
       while (posted < operations && sink.any()) {
         int slot = sink.peek();
         boolean write = (posted & 1) == 0;
-        long remoteAddress = ad.remoteAddress() + (long) slot * size + (write ? 0 : (long) window * size);
+        long remoteAddress =
+            ad.remoteAddress() + (long) slot * size + (write ? 0 : (long) window * size);
         long at = local.address() + (long) slot * size;
         int rc =
             write
-                ? initiator.postWrite(slot, peer, at, size, localDescriptor, remoteAddress, ad.remoteKey())
-                : initiator.postRead(slot, peer, at, size, localDescriptor, remoteAddress, ad.remoteKey());
+                ? initiator.postWrite(
+                    slot, peer, at, size, localDescriptor, remoteAddress, ad.remoteKey())
+                : initiator.postRead(
+                    slot, peer, at, size, localDescriptor, remoteAddress, ad.remoteKey());
         if (rc == FabricEndpoint.AGAIN) {
           break;
         }

@@ -179,7 +179,8 @@ class ErrorPathsTest {
         String message = loopback.sink.message[1];
         assertTrue(
             message.matches(
-                "completion error: .+ \\(err=\\d+\\)(; provider: .*)? \\(prov_errno=-?\\d+[^)]*\\)"),
+                "completion error: .+ \\(err=\\d+\\)(; provider: .*)?"
+                    + " \\(prov_errno=-?\\d+[^)]*\\)"),
             message);
         // xnet (net, tcp, and rxm over them) stores a stale errno with its cancellations: its text
         // must not pose as the cause.
@@ -233,19 +234,24 @@ class ErrorPathsTest {
     // net/tcp cancel with a stale errno: the cause is named, the errno text is not shown.
     String canceled = CompletionErrors.message("net", 125, 2, "No such file or directory");
     assertFalse(canceled.contains("No such file or directory"), canceled);
-    assertTrue(canceled.startsWith("completion error: Operation canceled (err=125); provider: the"
-        + " connection to the peer closed"), canceled);
+    assertTrue(
+        canceled.startsWith(
+            "completion error: Operation canceled (err=125); provider: the"
+                + " connection to the peer closed"),
+        canceled);
     assertTrue(canceled.endsWith("(prov_errno=2, a stale errno, not the cause)"), canceled);
-    String rxm =
-        CompletionErrors.message("tcp;ofi_rxm", 125, 115, "Operation now in progress");
+    String rxm = CompletionErrors.message("tcp;ofi_rxm", 125, 115, "Operation now in progress");
     assertFalse(rxm.contains("Operation now in progress"), rxm);
     assertTrue(rxm.contains("the connection to the peer closed"), rxm);
-    assertEquals("completion error: Input/output error (err=5)",
+    assertEquals(
+        "completion error: Input/output error (err=5)",
         CompletionErrors.message("shm", 5, 0, "Success"));
-    assertEquals("completion error: Permission denied (err=13); provider: the target refused the"
-        + " remote key, address range or access (prov_errno=-13)",
+    assertEquals(
+        "completion error: Permission denied (err=13); provider: the target refused the"
+            + " remote key, address range or access (prov_errno=-13)",
         CompletionErrors.message("sockets", 13, -13, "Permission denied"));
-    assertEquals("completion error: Input/output error (err=5); provider: bad thing (prov_errno=9)",
+    assertEquals(
+        "completion error: Input/output error (err=5); provider: bad thing (prov_errno=9)",
         CompletionErrors.message("efa", 5, 9, "bad thing"));
   }
 

@@ -3,8 +3,8 @@ package dev.dma.libfabric;
 import dev.dma.spi.CompletionSink;
 
 /**
- * A stack of free op slots that takes each reaped slot back, counting completions and failures:
- * the windowed posting loop of the endpoint-level burst tests. One thread.
+ * A stack of free op slots that takes each reaped slot back, counting completions and failures: the
+ * windowed posting loop of the endpoint-level burst tests. One thread.
  */
 final class FreeSlots implements CompletionSink {
   private final int[] free;

@@ -11,8 +11,8 @@ import java.util.List;
  *
  * <p>Checking the system headers while another libfabric is loaded would prove nothing about the
  * loaded one, so the directory follows the library: the system property {@value #PROPERTY}, else
- * the environment variable {@value #ENVIRONMENT}, else {@code <prefix>/include} when the library
- * is named by an absolute path {@code <prefix>/lib/libfabric.so.1} (through {@link
+ * the environment variable {@value #ENVIRONMENT}, else {@code <prefix>/include} when the library is
+ * named by an absolute path {@code <prefix>/lib/libfabric.so.1} (through {@link
  * Libfabric#LIBRARY_PROPERTY} or {@link Libfabric#LIBRARY_ENVIRONMENT}), else the compiler's
  * default, the system headers ({@code /usr/include/rdma}). Stateless.
  */

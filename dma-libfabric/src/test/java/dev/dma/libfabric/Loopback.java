@@ -82,7 +82,8 @@ public final class Loopback implements AutoCloseable {
   }
 
   /** Posts one operation on {@code slot}, reaping on AGAIN; returns the post's final code. */
-  public int post(boolean write, int slot, long peer, MemorySegment local, long remoteAddress, long key) {
+  public int post(
+      boolean write, int slot, long peer, MemorySegment local, long remoteAddress, long key) {
     long deadline = System.nanoTime() + DEADLINE_NS;
     sink.state[slot] = 0;
     while (true) {

@@ -74,8 +74,13 @@ class ResetTest {
         for (int slot = 0; slot < OPS; slot++) {
           long rc =
               loopback.initiator.postWrite(
-                  slot, loopback.peer, local.address(), SIZE, 0,
-                  Loopback.remote(ad, slot * SIZE), ad.remoteKey());
+                  slot,
+                  loopback.peer,
+                  local.address(),
+                  SIZE,
+                  0,
+                  Loopback.remote(ad, slot * SIZE),
+                  ad.remoteKey());
           if (rc == FabricEndpoint.POSTED) {
             posted++;
           }
@@ -116,8 +121,13 @@ class ResetTest {
         for (int slot = 0; slot < OPS; slot++) {
           long rc =
               loopback.initiator.postRead(
-                  slot, loopback.peer, landing.address() + slot * SIZE, SIZE, 0,
-                  Loopback.remote(ad, slot * SIZE), ad.remoteKey());
+                  slot,
+                  loopback.peer,
+                  landing.address() + slot * SIZE,
+                  SIZE,
+                  0,
+                  Loopback.remote(ad, slot * SIZE),
+                  ad.remoteKey());
           if (rc == FabricEndpoint.POSTED) {
             posted++;
           }
@@ -156,10 +166,13 @@ class ResetTest {
           loopback.sink.state[slot] = 0;
           assertEquals(
               FabricEndpoint.POSTED,
-              loopback.post(true, slot, peer, source, Loopback.remote(ad, slot * SIZE), ad.remoteKey()));
+              loopback.post(
+                  true, slot, peer, source, Loopback.remote(ad, slot * SIZE), ad.remoteKey()));
           assertEquals(1, loopback.await(slot), () -> name + ": " + loopback.sink.message[0]);
           assertEquals(
-              -1L, source.mismatch(remote.asSlice(slot * SIZE, SIZE)), name + ": bytes after reset");
+              -1L,
+              source.mismatch(remote.asSlice(slot * SIZE, SIZE)),
+              name + ": bytes after reset");
         }
       }
     }

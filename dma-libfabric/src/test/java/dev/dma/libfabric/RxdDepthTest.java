@@ -57,7 +57,11 @@ class RxdDepthTest {
         while (sink.reaped() < operations) {
           assertTrue(
               System.nanoTime() < deadline,
-              "stalled after " + sink.completed + " completions, " + (posted - sink.completed) + " in flight");
+              "stalled after "
+                  + sink.completed
+                  + " completions, "
+                  + (posted - sink.completed)
+                  + " in flight");
           while (posted < operations && sink.any()) {
             int slot = sink.peek();
             boolean write = (posted & 1) == 0;

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
@@ -44,8 +43,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Runs on whatever libfabric the build loads ({@code -Ddma.libfabric.library} is passed on).
  */
 class ShmCloseOrderTest {
-  static final DmaConfiguration SHM =
-      DmaConfiguration.builder().providers("libfabric:shm").build();
+  static final DmaConfiguration SHM = DmaConfiguration.builder().providers("libfabric:shm").build();
 
   @BeforeAll
   static void libfabric() {
@@ -137,8 +135,7 @@ class ShmCloseOrderTest {
           initiator.postWrite(
               0, peer, local.address(), 4096, 0, ad.remoteAddress(), ad.remoteKey()));
       assertEquals(0, initiator.removePeer(peer), "the removal is skipped, not failed");
-      DmaException refused =
-          assertThrows(DmaException.class, () -> initiator.insertPeer(address));
+      DmaException refused = assertThrows(DmaException.class, () -> initiator.insertPeer(address));
       assertTrue(refused.getMessage().contains("already closed"), refused.getMessage());
     }
   }
@@ -227,8 +224,7 @@ class ShmCloseOrderTest {
     Files.createFile(dir.resolve("unrelated"));
     List<ShmNames.Leftover> leftovers = ShmNames.leftovers(dir);
     assertEquals(List.of(new ShmNames.Leftover(dir.resolve(dead + ":0:3"), dead)), leftovers);
-    assertEquals(
-        "rm -f '" + dir.resolve(dead + ":0:3") + "'", ShmNames.cleanupCommand(leftovers));
+    assertEquals("rm -f '" + dir.resolve(dead + ":0:3") + "'", ShmNames.cleanupCommand(leftovers));
   }
 
   private static long deadPid() throws Exception {
@@ -300,11 +296,7 @@ class ShmCloseOrderTest {
     }
 
     private static void writeOnce(
-        FabricEndpoint initiator,
-        FabricEndpoint target,
-        long peer,
-        Arena arena,
-        Advertisement ad) {
+        FabricEndpoint initiator, FabricEndpoint target, long peer, Arena arena, Advertisement ad) {
       MemorySegment local = arena.allocate(4096, 4096).fill((byte) 7);
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
       int rc;
@@ -364,7 +356,9 @@ class ShmCloseOrderTest {
     /** Opens one shm endpoint, prints its address, holds it until stdin ends. */
     static void hold(String bind) throws Exception {
       DmaConfiguration configuration =
-          bind.isEmpty() ? SHM : DmaConfiguration.builder().providers("libfabric:shm").bind(bind).build();
+          bind.isEmpty()
+              ? SHM
+              : DmaConfiguration.builder().providers("libfabric:shm").bind(bind).build();
       try (LibfabricEndpoint endpoint =
           LibfabricEndpoint.open(EndpointPolicy.of("shm"), configuration)) {
         String address =

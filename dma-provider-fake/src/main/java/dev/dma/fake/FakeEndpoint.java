@@ -355,10 +355,10 @@ public final class FakeEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
-   * <p>The fake discards every posted operation without moving its bytes (held, awaiting its
-   * target or ready to reap alike: a held op released later finds nothing), voids every peer
-   * handle (a post to one is a violation) and keeps registrations and exposed regions. The address
-   * stays the same, as a tcp endpoint bound to a fixed port would.
+   * <p>The fake discards every posted operation without moving its bytes (held, awaiting its target
+   * or ready to reap alike: a held op released later finds nothing), voids every peer handle (a
+   * post to one is a violation) and keeps registrations and exposed regions. The address stays the
+   * same, as a tcp endpoint bound to a fixed port would.
    */
   @Override
   public void reset() {
@@ -708,7 +708,8 @@ public final class FakeEndpoint implements FabricEndpoint {
 
   /** Checks, as the op completes, that nobody but the provider wrote into its context. */
   private void checkContext(int slot) {
-    if (!Objects.requireNonNull(contexts).intact(slot, slots.write[slot], slots.peer[slot], slots.index[slot])) {
+    if (!Objects.requireNonNull(contexts)
+        .intact(slot, slots.write[slot], slots.peer[slot], slots.index[slot])) {
       counts.violation(
           "the context of slot "
               + slot
@@ -816,8 +817,7 @@ public final class FakeEndpoint implements FabricEndpoint {
                 + ": a heap segment cannot be registered; allocate it from an Arena");
       }
       long key = fabric.nextKey();
-      Region region =
-          new Region(this, key, segment, script.virtualAddressing, access);
+      Region region = new Region(this, key, segment, script.virtualAddressing, access);
       fabric.addRegion(region);
       exposed.add(region);
       counts.increment(Counts.EXPOSES);

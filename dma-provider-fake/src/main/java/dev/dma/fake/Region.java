@@ -26,11 +26,7 @@ final class Region implements ExposedRegion {
   private boolean closed;
 
   Region(
-      FakeEndpoint owner,
-      long key,
-      MemorySegment segment,
-      boolean virtual,
-      RemoteAccess access) {
+      FakeEndpoint owner, long key, MemorySegment segment, boolean virtual, RemoteAccess access) {
     this.owner = owner;
     this.key = key;
     this.base = segment.address();

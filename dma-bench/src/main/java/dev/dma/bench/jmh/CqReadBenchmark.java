@@ -30,7 +30,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"-Xmx1g", "--enable-native-access=ALL-UNNAMED"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xmx1g", "--enable-native-access=ALL-UNNAMED"})
 public class CqReadBenchmark {
   /** A dma provider name. */
   @Param({"libfabric:shm", "tcp"})

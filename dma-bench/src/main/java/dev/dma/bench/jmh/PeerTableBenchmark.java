@@ -15,9 +15,9 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * The peer table's per-post cost: {@link PeerTable#handle} for a client whose address is already
- * in the table, passed as the very array it was inserted from or as an equal copy (a request
- * decoded afresh). Run with {@code -prof gc} for bytes per op; the command is in dma-bench's pom.
+ * The peer table's per-post cost: {@link PeerTable#handle} for a client whose address is already in
+ * the table, passed as the very array it was inserted from or as an equal copy (a request decoded
+ * afresh). Run with {@code -prof gc} for bytes per op; the command is in dma-bench's pom.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

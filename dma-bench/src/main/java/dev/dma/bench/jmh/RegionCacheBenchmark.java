@@ -21,8 +21,8 @@ import org.openjdk.jmh.annotations.TearDown;
  * The registration cache's per-post cost: {@code lease} + {@code release} on a cache hit (what the
  * worker pays on every post over a cached span or registered region), and on a miss with no span
  * (register + deregister of the operand's own extent, over an endpoint whose registration is a
- * counter, so only the cache's own overhead shows). Run with {@code -prof gc} for bytes per op;
- * the command is in dma-bench's pom.
+ * counter, so only the cache's own overhead shows). Run with {@code -prof gc} for bytes per op; the
+ * command is in dma-bench's pom.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

@@ -1,6 +1,7 @@
 package dev.dma.bench.jmh;
 
 import dev.dma.api.Checksums;
+import dev.dma.core.Crc32c;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -18,7 +19,6 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
-import dev.dma.core.Crc32c;
 
 /**
  * The checksum of a striped transfer, two ways: hash the whole operand once after every chunk has

@@ -4,12 +4,12 @@ import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.RemoteAccess;
 import dev.dma.bench.ClosedLoop;
+import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
 import dev.dma.core.MemoryRegion;
 import dev.dma.core.PassiveTarget;
-import dev.dma.core.FabricProviders;
-import dev.dma.spi.FabricProvider;
 import dev.dma.spi.ExposedRegion;
+import dev.dma.spi.FabricProvider;
 import io.opentelemetry.api.OpenTelemetry;
 import io.opentelemetry.sdk.OpenTelemetrySdk;
 import io.opentelemetry.sdk.common.CompletableResultCode;
@@ -41,10 +41,10 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * The core's whole per-transfer path over the fake provider, on one worker: submit, intake, post
- * (a real byte copy in the fake), reap, complete, and resubmit from the completer, exactly as
- * {@code dma-bench run --provider fake} drives it. One invocation is {@value #TRANSFERS} transfers
- * of 64 B kept {@code window} deep; the score is per transfer.
+ * The core's whole per-transfer path over the fake provider, on one worker: submit, intake, post (a
+ * real byte copy in the fake), reap, complete, and resubmit from the completer, exactly as {@code
+ * dma-bench run --provider fake} drives it. One invocation is {@value #TRANSFERS} transfers of 64 B
+ * kept {@code window} deep; the score is per transfer.
  *
  * <p>Run with {@code -prof gc}: {@code gc.alloc.rate.norm} is the bytes allocated per transfer by
  * every thread (the worker, the completer and this thread), which is what the worker allocates
@@ -60,7 +60,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"-Xmx1g", "--enable-native-access=ALL-UNNAMED"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xmx1g", "--enable-native-access=ALL-UNNAMED"})
 public class SubmitToCompletionBenchmark {
   static final int TRANSFERS = 100_000;
 
@@ -105,10 +107,13 @@ public class SubmitToCompletionBenchmark {
           OpenTelemetrySdk.builder()
               .setTracerProvider(
                   SdkTracerProvider.builder()
-                      .addSpanProcessor(BatchSpanProcessor.builder(new DiscardingExporter()).build())
+                      .addSpanProcessor(
+                          BatchSpanProcessor.builder(new DiscardingExporter()).build())
                       .build())
               .setMeterProvider(
-                  SdkMeterProvider.builder().registerMetricReader(InMemoryMetricReader.create()).build())
+                  SdkMeterProvider.builder()
+                      .registerMetricReader(InMemoryMetricReader.create())
+                      .build())
               .build();
       otel = sdk;
     }

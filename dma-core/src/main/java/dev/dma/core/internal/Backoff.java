@@ -8,11 +8,11 @@ package dev.dma.core.internal;
  * <p>Why three phases: a completion on tcp loopback arrives 10 to 20 µs after its post, so the
  * first {@link #SPINS} idle passes (about 1 ms of {@code fi_cq_read}s) keep latency under load
  * exactly what it was; a peer that went silent leaves ops in flight for seconds, and spinning
- * through that cost a whole core (95 % was measured behind a partition). After the spins and
- * {@link #YIELDS} yields, each idle pass parks, doubling from {@link #MIN_PARK_NS} to {@link
- * #MAX_PARK_NS}: at 1 ms a pass, the stuck worker costs a few µs of CPU per ms, under 1 % of a core,
- * and a completion that does arrive waits at most 1 ms. A message on the channel ends a park early
- * ({@link WorkerChannel#offer} unparks the worker whatever it is waiting for).
+ * through that cost a whole core (95 % was measured behind a partition). After the spins and {@link
+ * #YIELDS} yields, each idle pass parks, doubling from {@link #MIN_PARK_NS} to {@link
+ * #MAX_PARK_NS}: at 1 ms a pass, the stuck worker costs a few µs of CPU per ms, under 1 % of a
+ * core, and a completion that does arrive waits at most 1 ms. A message on the channel ends a park
+ * early ({@link WorkerChannel#offer} unparks the worker whatever it is waiting for).
  *
  * <p>Worker thread only.
  */

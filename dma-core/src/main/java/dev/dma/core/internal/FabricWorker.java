@@ -36,8 +36,8 @@ import java.util.function.Consumer;
  * #TARGET_COMPLETIONS} completions; hand checksummed completions to the pool in batches; deliver
  * plain completions in batches; then spin, yield or park (see {@link Idle}).
  *
- * <p>Threads: everything here runs on the worker thread except the constructor. The caller's
- * {@link BatchCompleter} runs here for plain completions and on pool threads for checksummed ones.
+ * <p>Threads: everything here runs on the worker thread except the constructor. The caller's {@link
+ * BatchCompleter} runs here for plain completions and on pool threads for checksummed ones.
  *
  * <p>This file reads in the order a transfer travels: intake, accept, post, reap, finish, deliver;
  * then the recovery paths (completion deadline, dead clients, endpoint reset) and shutdown. Three
@@ -87,8 +87,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /**
    * How many times a transfer is posted again after its connection was reset under it (an endpoint
    * reset, or a connection-level error completion) before it fails: RMA writes and reads are
-   * idempotent for the target's buffer, so a retry is safe, and two are enough for the one
-   * teardown another transfer's bad key causes on tcp;ofi_rxm.
+   * idempotent for the target's buffer, so a retry is safe, and two are enough for the one teardown
+   * another transfer's bad key causes on tcp;ofi_rxm.
    */
   static final int MAX_RETRIES = 2;
 
@@ -222,9 +222,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * Whether to hand the accumulated checksummed completions to the pool this pass: when the batch
    * is full, when nothing moved, or when the worker is about to park.
    *
-   * <p>{@code aboutToPark} must never be dropped: the worker then blocks on the channel with nothing
-   * to post or reap, so a batch held back here would wait for an unrelated message, stranding every
-   * client in it until then.
+   * <p>{@code aboutToPark} must never be dropped: the worker then blocks on the channel with
+   * nothing to post or reap, so a batch held back here would wait for an unrelated message,
+   * stranding every client in it until then.
    *
    * @param batched checksummed completions waiting
    * @param posted ops posted this pass
@@ -539,7 +539,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   }
 
   // The cold paths of postPass live in methods of their own, so the per-transfer loop stays small
-  // enough for the JIT to inline (with them inline, a window-1 transfer on the fake cost 20 % more).
+  // enough for the JIT to inline (with them inline, a window-1 transfer on the fake cost 20 %
+  // more).
 
   /** An op the provider refused with -FI_EAGAIN: queued again, or failed past the deadline. */
   private void stalled(Op<T> op, int code) {
@@ -860,10 +861,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /**
    * Fails every in-flight op past the completion deadline, marks its client dead, and recovers the
-   * endpoint so the op's completion can be delivered safely: by the flush its peer's removal
-   * causes where the provider guarantees one, otherwise (and when the flush does not come) by
-   * resetting the endpoint. An expired op is delivered only from its reaped completion or from
-   * the reset, never on the timer alone: until then the provider may still write its operand.
+   * endpoint so the op's completion can be delivered safely: by the flush its peer's removal causes
+   * where the provider guarantees one, otherwise (and when the flush does not come) by resetting
+   * the endpoint. An expired op is delivered only from its reaped completion or from the reset,
+   * never on the timer alone: until then the provider may still write its operand.
    */
   private void checkDeadlines() {
     boolean expiredNow = false;
@@ -921,10 +922,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /**
    * Closes and reopens the endpoint's transport ({@link FabricEndpoint#reset()}): the one state in
    * which no provider can still touch a posted operand. Then every op that was in flight is
-   * finished: expired ones fail with the deadline, ones of dead clients with their client's
-   * error, and the rest, which failed through no fault of their own, are posted again (at most
-   * {@link #MAX_RETRIES} times, then they fail as {@link DmaException.Reason#ENDPOINT_RESET},
-   * retryable). Live peers are inserted again; queued transfers go out on the new endpoint.
+   * finished: expired ones fail with the deadline, ones of dead clients with their client's error,
+   * and the rest, which failed through no fault of their own, are posted again (at most {@link
+   * #MAX_RETRIES} times, then they fail as {@link DmaException.Reason#ENDPOINT_RESET}, retryable).
+   * Live peers are inserted again; queued transfers go out on the new endpoint.
    */
   private void resetEndpoint(String why) {
     byte[] addressBefore = endpoint.localAddress();
@@ -987,7 +988,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       try {
         addressChanged.accept(address.clone());
       } catch (RuntimeException listenerBug) {
-        LOG.log(Level.ERROR, "the local-address listener threw; the worker carries on", listenerBug);
+        LOG.log(
+            Level.ERROR, "the local-address listener threw; the worker carries on", listenerBug);
       }
     }
     LOG.log(

@@ -157,7 +157,8 @@ public final class LongObjectMap<V> {
     for (int index = (hole + 1) & mask; values[index] != null; index = (index + 1) & mask) {
       int home = hash(keys[index]) & mask;
       // Move the entry into the hole unless its home lies cyclically in (hole, index].
-      boolean homeBetween = hole <= index ? (hole < home && home <= index) : (hole < home || home <= index);
+      boolean homeBetween =
+          hole <= index ? (hole < home && home <= index) : (hole < home || home <= index);
       if (!homeBetween) {
         keys[hole] = keys[index];
         values[hole] = values[index];

@@ -91,11 +91,21 @@ public final class Telemetry {
     this.fabricError = this.device.toBuilder().put(KIND, "fabric").build();
     this.transferError = this.device.toBuilder().put(KIND, "transfer").build();
     this.transfers =
-        meter.counterBuilder("dma.transfers").setDescription("Transfers completed, by direction and outcome").build();
+        meter
+            .counterBuilder("dma.transfers")
+            .setDescription("Transfers completed, by direction and outcome")
+            .build();
     this.bytes =
-        meter.counterBuilder("dma.bytes").setUnit("By").setDescription("Bytes moved, by direction and outcome").build();
+        meter
+            .counterBuilder("dma.bytes")
+            .setUnit("By")
+            .setDescription("Bytes moved, by direction and outcome")
+            .build();
     this.errors =
-        meter.counterBuilder("dma.errors").setDescription("Failed transfers, by error kind").build();
+        meter
+            .counterBuilder("dma.errors")
+            .setDescription("Failed transfers, by error kind")
+            .build();
     this.stalls =
         meter
             .counterBuilder("dma.eagain_stalls")
@@ -159,14 +169,20 @@ public final class Telemetry {
    * @param reader reads the value; called on the SDK's collection thread, so it reads volatile or
    *     atomic state only
    */
-  public void gauge(String name, String description, String unit, java.util.function.LongSupplier reader) {
+  public void gauge(
+      String name, String description, String unit, java.util.function.LongSupplier reader) {
     if (!metrics) {
       return;
     }
     Consumer<ObservableLongMeasurement> callback =
         measurement -> measurement.record(reader.getAsLong(), device);
     callbacks.add(
-        meter.gaugeBuilder(name).ofLongs().setDescription(description).setUnit(unit).buildWithCallback(callback));
+        meter
+            .gaugeBuilder(name)
+            .ofLongs()
+            .setDescription(description)
+            .setUnit(unit)
+            .buildWithCallback(callback));
   }
 
   /**
@@ -176,7 +192,8 @@ public final class Telemetry {
    * @param description what it counts
    * @param reader reads the running total; volatile or atomic state only
    */
-  public void observedCounter(String name, String description, java.util.function.LongSupplier reader) {
+  public void observedCounter(
+      String name, String description, java.util.function.LongSupplier reader) {
     if (!metrics) {
       return;
     }

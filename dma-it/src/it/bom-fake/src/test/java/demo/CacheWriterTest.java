@@ -8,7 +8,6 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
@@ -53,7 +52,8 @@ class CacheWriterTest {
             failed++;
             assertTrue(completion.outcome().error().getMessage().contains("denied by the test"));
           } else {
-            assertEquals(Checksums.crc32c(value), completion.outcome().done().checksum().orElseThrow());
+            assertEquals(
+                Checksums.crc32c(value), completion.outcome().done().checksum().orElseThrow());
           }
         }
         assertEquals(1, failed);

@@ -8,7 +8,6 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
@@ -29,10 +28,10 @@ class ProviderChoiceTest {
   void efaDirectSaysWhyItIsUnavailable() {
     DmaConfiguration efa = DmaConfiguration.builder().providers("efa-direct").build();
     DmaException error =
-        assertThrows(
-            DmaException.class, () -> FabricService.start(efa, batch -> {}));
+        assertThrows(DmaException.class, () -> FabricService.start(efa, batch -> {}));
     assertTrue(
-        error.getMessage().startsWith("provider \"efa-direct\" is unavailable: "), error.getMessage());
+        error.getMessage().startsWith("provider \"efa-direct\" is unavailable: "),
+        error.getMessage());
     assertTrue(error.getMessage().contains("tcp (available)"), error.getMessage());
     assertEquals(null, error.getCause(), "a libfabric stack trace reached the user");
   }
@@ -49,8 +48,12 @@ class ProviderChoiceTest {
       MemorySegment clientBuffer = arena.allocate(4096);
       Advertisement ad = client.expose(clientBuffer, RemoteAccess.READ_WRITE).advertisement();
       MemorySegment value = arena.allocate(4096).fill((byte) 9);
-      assertTrue(server.submit(TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C)));
-      assertEquals(Checksums.crc32c(value), done.poll(30, TimeUnit.SECONDS).outcome().done().checksum().orElseThrow());
+      assertTrue(
+          server.submit(
+              TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C)));
+      assertEquals(
+          Checksums.crc32c(value),
+          done.poll(30, TimeUnit.SECONDS).outcome().done().checksum().orElseThrow());
       assertEquals(Checksums.crc32c(value), Checksums.crc32c(clientBuffer));
     }
   }

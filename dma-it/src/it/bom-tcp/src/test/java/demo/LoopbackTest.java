@@ -7,7 +7,6 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
@@ -37,7 +36,9 @@ class LoopbackTest {
         value.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 13));
       }
       assertEquals("tcp", server.providerName());
-      assertTrue(server.submit(TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C)));
+      assertTrue(
+          server.submit(
+              TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C)));
       int sent = done.poll(30, TimeUnit.SECONDS).outcome().done().checksum().orElseThrow();
       assertEquals(Checksums.crc32c(value), sent);
       assertEquals(sent, Checksums.crc32c(clientBuffer));
@@ -45,7 +46,8 @@ class LoopbackTest {
       MemorySegment back = arena.allocate(1 << 20);
       assertTrue(
           server.submit(
-              TransferRequest.read(1, ad, 1 << 20, Operands.of(back)).withChecksum(Checksum.CRC32C)));
+              TransferRequest.read(1, ad, 1 << 20, Operands.of(back))
+                  .withChecksum(Checksum.CRC32C)));
       assertEquals(sent, done.poll(30, TimeUnit.SECONDS).outcome().done().checksum().orElseThrow());
       assertEquals(sent, Checksums.crc32c(back));
     }

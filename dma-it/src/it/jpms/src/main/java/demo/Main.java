@@ -4,7 +4,6 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
@@ -19,14 +18,16 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Asks for efa-direct (which must fail with its reason here), then writes 64 KiB over tcp and
- * reads it back; exits non-zero unless the checksums match.
+ * Asks for efa-direct (which must fail with its reason here), then writes 64 KiB over tcp and reads
+ * it back; exits non-zero unless the checksums match.
  */
 public final class Main {
   private Main() {}
 
   public static void main(String[] args) throws Exception {
-    System.out.println("providers on the module path: " + FabricProviders.installed().stream().map(p -> p.name()).toList());
+    System.out.println(
+        "providers on the module path: "
+            + FabricProviders.installed().stream().map(p -> p.name()).toList());
     try {
       FabricService.start(DmaConfiguration.builder().providers("efa-direct").build(), batch -> {});
       System.out.println("JPMS FAILED: efa-direct started on a host without EFA");
@@ -47,7 +48,8 @@ public final class Main {
       server.submit(TransferRequest.write(1, ad, Operands.of(value)).withChecksum(Checksum.CRC32C));
       Completion<Operands> written = done.poll(30, TimeUnit.SECONDS);
       MemorySegment back = arena.allocate(65536);
-      server.submit(TransferRequest.read(1, ad, 65536, Operands.of(back)).withChecksum(Checksum.CRC32C));
+      server.submit(
+          TransferRequest.read(1, ad, 65536, Operands.of(back)).withChecksum(Checksum.CRC32C));
       Completion<Operands> read = done.poll(30, TimeUnit.SECONDS);
       int expected = Checksums.crc32c(value);
       if (written == null

@@ -154,10 +154,10 @@ public final class Native {
   public static final String LIBRARY_PROPERTY = "dma.libfabric.library";
 
   /**
-   * Environment variable naming the libfabric library to load when {@link #LIBRARY_PROPERTY} is
-   * not set. An environment variable, not only a property, because every process a JVM starts
-   * inherits it: child JVMs of tests and Maven builds of downstream fixtures load the same library
-   * as the build that started them (CI's libfabric 2.1 leg sets it once).
+   * Environment variable naming the libfabric library to load when {@link #LIBRARY_PROPERTY} is not
+   * set. An environment variable, not only a property, because every process a JVM starts inherits
+   * it: child JVMs of tests and Maven builds of downstream fixtures load the same library as the
+   * build that started them (CI's libfabric 2.1 leg sets it once).
    */
   public static final String LIBRARY_ENVIRONMENT = "DMA_LIBFABRIC";
 
@@ -295,9 +295,9 @@ public final class Native {
 
   /**
    * The file behind the loaded library, from {@code /proc/self/maps}: a name like {@code
-   * libfabric.so.1} says nothing about which of several installed copies the loader picked, and
-   * the mapping does. The first mapping whose file name starts with {@code libfabric.so} wins
-   * (dma loads one libfabric per process).
+   * libfabric.so.1} says nothing about which of several installed copies the loader picked, and the
+   * mapping does. The first mapping whose file name starts with {@code libfabric.so} wins (dma
+   * loads one libfabric per process).
    */
   private static String mappedFile(String requested) {
     try (var lines = Files.lines(Path.of("/proc/self/maps"))) {

@@ -154,8 +154,8 @@ public final class EfaEndpoint implements FabricEndpoint {
    * {@inheritDoc}
    *
    * <p>False on both EFA fabrics (EFA.md, pitfalls): on {@code efa}, {@code fi_av_remove} with
-   * operations outstanding releases the peer's tx/rx entries so those operations never complete;
-   * on efa-direct the address handle is destroyed with work requests still posted, with undefined
+   * operations outstanding releases the peer's tx/rx entries so those operations never complete; on
+   * efa-direct the address handle is destroyed with work requests still posted, with undefined
    * results. The worker resets the endpoint instead.
    */
   @Override
@@ -404,7 +404,9 @@ public final class EfaEndpoint implements FabricEndpoint {
 
   /** One preallocated sink per endpoint, so reaping allocates nothing. Owner thread only. */
   private final class AdvisingSink implements CompletionSink {
-    /** The target outside a reap, so a stray call fails loudly rather than reaching a stale sink. */
+    /**
+     * The target outside a reap, so a stray call fails loudly rather than reaching a stale sink.
+     */
     static final CompletionSink NOWHERE =
         new CompletionSink() {
           @Override

@@ -213,11 +213,10 @@ public enum EfaFabric {
   }
 
   /**
-   * The availability decision, separated from the library so tests can step through it. The
-   * missing piece is named in this order: libfabric itself; a version older than {@link
-   * #minimumVersion()}; a library without the efa provider ({@code fi_getinfo} with {@code
-   * FI_PROV_ATTR_ONLY}, as {@code fi_info -l}: Debian's builds have none); no EFA device answering
-   * for this fabric.
+   * The availability decision, separated from the library so tests can step through it. The missing
+   * piece is named in this order: libfabric itself; a version older than {@link #minimumVersion()};
+   * a library without the efa provider ({@code fi_getinfo} with {@code FI_PROV_ATTR_ONLY}, as
+   * {@code fi_info -l}: Debian's builds have none); no EFA device answering for this fabric.
    *
    * @param library whether libfabric loaded
    * @param version {@code fi_version()} of the library
@@ -249,7 +248,8 @@ public enum EfaFabric {
               + Libfabric.versionText(minimumVersion)
               + " (e.g. the AWS EFA installer)");
     }
-    String which = "libfabric " + Libfabric.versionText(version) + ", loaded from " + libraryPath.get();
+    String which =
+        "libfabric " + Libfabric.versionText(version) + ", loaded from " + libraryPath.get();
     boolean hasProvider;
     try {
       hasProvider = builtIn.get().contains(PROVIDER);

@@ -2,7 +2,6 @@ package dev.dma.provider.efa;
 
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
-import dev.dma.libfabric.InfoFacts;
 import dev.dma.libfabric.LibfabricEndpoint;
 import java.util.List;
 

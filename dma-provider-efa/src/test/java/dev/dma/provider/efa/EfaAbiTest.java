@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Every constant this module decides on ({@link EfaAbi}) and every name the fi_info resources use
  * ({@link FiInfoResource#NAMES}) equals the headers of the libfabric under test ({@link
- * LibfabricHeaders}): one C program, compiled with gcc, prints them all. Fails when gcc or the headers are missing (.ci/run installs both).
+ * LibfabricHeaders}): one C program, compiled with gcc, prints them all. Fails when gcc or the
+ * headers are missing (.ci/run installs both).
  */
 class EfaAbiTest {
   @Test

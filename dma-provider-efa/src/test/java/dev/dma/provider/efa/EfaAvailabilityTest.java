@@ -90,11 +90,16 @@ class EfaAvailabilityTest {
             () -> List.of("efa", "tcp"),
             List::of);
     assertTrue(
-        noDevice.reason().startsWith("no EFA device answered fi_getinfo (provider efa, fabric efa)"),
+        noDevice
+            .reason()
+            .startsWith("no EFA device answered fi_getinfo (provider efa, fabric efa)"),
         noDevice.reason());
     assertTrue(
-        noDevice.reason().contains("the efa provider is present in this libfabric (libfabric 2.1,"
-            + " loaded from /opt/x/libfabric.so.1)"),
+        noDevice
+            .reason()
+            .contains(
+                "the efa provider is present in this libfabric (libfabric 2.1,"
+                    + " loaded from /opt/x/libfabric.so.1)"),
         noDevice.reason());
     // The version gate still comes first for efa-direct, with its own message.
     assertTrue(
@@ -165,7 +170,8 @@ class EfaAvailabilityTest {
       if (Libfabric.builtInProviders().contains("efa")) {
         // libfabric 2.1 built from source here: the provider is there, the device is not.
         assertTrue(
-            here.reason().startsWith("no EFA device answered fi_getinfo (provider efa, fabric efa)"),
+            here.reason()
+                .startsWith("no EFA device answered fi_getinfo (provider efa, fabric efa)"),
             here.reason());
         assertTrue(here.reason().contains("the efa provider is present"), here.reason());
       } else {

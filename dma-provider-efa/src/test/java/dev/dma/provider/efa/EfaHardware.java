@@ -3,8 +3,8 @@ package dev.dma.provider.efa;
 import org.junit.jupiter.api.Assumptions;
 
 /**
- * The switch for tests on real EFA: {@code -Ddma.efa=true}. Without it, or on a
- * host where the provider is unavailable, the tests are skipped with the reason printed.
+ * The switch for tests on real EFA: {@code -Ddma.efa=true}. Without it, or on a host where the
+ * provider is unavailable, the tests are skipped with the reason printed.
  */
 public final class EfaHardware {
   /** The system property that turns the real-hardware tests on. */

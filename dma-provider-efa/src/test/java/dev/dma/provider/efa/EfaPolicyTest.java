@@ -65,8 +65,7 @@ class EfaPolicyTest {
     assertEquals("efa-direct", direct.fabricName());
     assertEquals(MODE_CONTEXT2 | MODE_RX_CQ_DATA, direct.hintMode());
     assertEquals(MR_LOCAL | MR_VIRT_ADDR | MR_ALLOCATED | MR_PROV_KEY, direct.hintMrMode());
-    assertEquals(
-        null, direct.defaultSourceNode(), "EFA binds to the device, not an IP");
+    assertEquals(null, direct.defaultSourceNode(), "EFA binds to the device, not an IP");
     assertEquals(18, direct.identityLength());
 
     EndpointPolicy rdm = EfaFabric.EFA.policy();

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.dma.api.Advertisement;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
@@ -27,8 +26,8 @@ import java.util.Objects;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link FabricServiceGroup} (dma-core) over the EFA providers' rules, on the fake: two fake fabrics,
- * or two endpoints on one, as devices.
+ * {@link FabricServiceGroup} (dma-core) over the EFA providers' rules, on the fake: two fake
+ * fabrics, or two endpoints on one, as devices.
  */
 class FabricServiceGroupTest {
   private static DmaConfiguration on(List<String> interfaces) {
@@ -71,7 +70,8 @@ class FabricServiceGroupTest {
               i ->
                   new DeviceEndpoint(
                       fabrics[i].name(),
-                      Objects.requireNonNull(fabrics[i].endpoint(group.services().get(i).localAddress()))))
+                      Objects.requireNonNull(
+                          fabrics[i].endpoint(group.services().get(i).localAddress()))))
           .toList();
     }
   }

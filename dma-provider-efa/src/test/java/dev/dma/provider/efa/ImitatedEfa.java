@@ -3,7 +3,10 @@ package dev.dma.provider.efa;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricEndpoint;
 
-/** Test fixture: EFA endpoints over an endpoint that imitates EFA (the fake, {@code likeEfaDirect()}). */
+/**
+ * Test fixture: EFA endpoints over an endpoint that imitates EFA (the fake, {@code
+ * likeEfaDirect()}).
+ */
 public final class ImitatedEfa {
   private ImitatedEfa() {}
 

@@ -159,9 +159,11 @@ class AsyncFabricServiceTest {
         fabric.script().holdCompletions();
         CompletableFuture<Completion<Buffer>> future =
             service.transfer(
-                TransferRequest.write(1, ad, new Buffer(1, arena.allocate(64))).withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE));
+                TransferRequest.write(1, ad, new Buffer(1, arena.allocate(64)))
+                    .withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE));
         // Attached while the completion is held, so it runs wherever the future is completed.
-        CompletableFuture<String> stage = future.thenApply(done -> Thread.currentThread().getName());
+        CompletableFuture<String> stage =
+            future.thenApply(done -> Thread.currentThread().getName());
         assertFalse(stage.isDone());
         fabric.script().stopHolding();
         fabric.script().releaseCompletions();
@@ -195,7 +197,10 @@ class AsyncFabricServiceTest {
       int untouched = Checksums.crc32c(remote);
       for (Direction direction : List.of(Direction.TO_PEER, new Direction.FromPeer(4096))) {
         DmaException refused =
-            failure(service.transfer(TransferRequest.of(1, ad, direction, new Buffer(1, local)).withChecksum(Checksum.CRC32C)));
+            failure(
+                service.transfer(
+                    TransferRequest.of(1, ad, direction, new Buffer(1, local))
+                        .withChecksum(Checksum.CRC32C)));
         assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason(), direction.toString());
         assertEquals(FabricWorker.CONFINED_CHECKSUM, refused.getMessage());
         assertEquals(untouched, Checksums.crc32c(remote), "no RMA happened: " + direction);

@@ -19,7 +19,6 @@ import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
-import dev.dma.fake.OpMatcher;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -199,8 +198,7 @@ class CompletionDeadlineTest {
     assertTrue(service.submit(write(LIVE, liveAd, after)));
     Completion<Buffer> done = recorder.take();
     assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
-    assertEquals(
-        Checksums.crc32c(after.segment), Checksums.crc32c(liveMemory.asSlice(0, 1024)));
+    assertEquals(Checksums.crc32c(after.segment), Checksums.crc32c(liveMemory.asSlice(0, 1024)));
     assertEquals(1, fabric.counters().resets());
     assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
   }
@@ -226,8 +224,7 @@ class CompletionDeadlineTest {
     Completion<Buffer> retried =
         both.stream().filter(c -> c.context().id == 7).findFirst().orElseThrow();
     assertTrue(retried.outcome().isDone(), () -> retried.outcome().error().toString());
-    assertEquals(
-        Checksums.crc32c(caught.segment), Checksums.crc32c(liveMemory.asSlice(0, 2048)));
+    assertEquals(Checksums.crc32c(caught.segment), Checksums.crc32c(liveMemory.asSlice(0, 2048)));
     assertEquals(1, fabric.counters().resets());
   }
 
@@ -490,8 +487,10 @@ class CompletionDeadlineTest {
     long worker =
         Thread.getAllStackTraces().keySet().stream()
             .filter(t -> t.getName().startsWith("fabric-") && t.isAlive())
-            .filter(t -> Arrays.stream(t.getStackTrace()).anyMatch(
-                f -> f.getClassName().contains("FabricWorker")))
+            .filter(
+                t ->
+                    Arrays.stream(t.getStackTrace())
+                        .anyMatch(f -> f.getClassName().contains("FabricWorker")))
             .findFirst()
             .orElseThrow()
             .threadId();

@@ -15,7 +15,6 @@ import dev.dma.core.FabricService;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import dev.dma.fake.FakeScript;
-import dev.dma.fake.OpMatcher;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -117,7 +116,8 @@ class ExactlyOnceStressTest {
                               || (checksum.isPresent() && checksum.getAsInt() != landed)) {
                             badChecksums.incrementAndGet();
                           }
-                        } else if (checksum.isPresent() && checksum.getAsInt() != sourceCrc[id % SLICES]) {
+                        } else if (checksum.isPresent()
+                            && checksum.getAsInt() != sourceCrc[id % SLICES]) {
                           badChecksums.incrementAndGet();
                         }
                       } else {
@@ -177,19 +177,28 @@ class ExactlyOnceStressTest {
                             service.addPeer(silentClient, silentAd.address());
                             assertTrue(
                                 service.submit(
-                                    TransferRequest.write(silentClient, silentAd, new Buffer(id, sources.asSlice(0, SLICE)))));
+                                    TransferRequest.write(
+                                        silentClient,
+                                        silentAd,
+                                        new Buffer(id, sources.asSlice(0, SLICE)))));
                             continue;
                           }
                           MemorySegment local = sources.asSlice((long) slice * SLICE, SLICE);
                           boolean read = isRead(id);
                           long offset = (long) (read ? SLICES + slice : slice) * SLICE;
                           Advertisement at =
-                              new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + offset);
+                              new Advertisement(
+                                  ad.address(), ad.remoteKey(), ad.remoteAddress() + offset);
                           // Reads land in a private buffer so writes keep the sources intact.
                           Buffer buffer =
                               read ? new Buffer(id, arena.allocate(SLICE)) : new Buffer(id, local);
                           TransferRequest<Buffer> request =
-                              TransferRequest.of(thread, at, read ? Direction.fromPeer(SLICE) : Direction.TO_PEER, buffer).withChecksum(i % 16 == 0 ? Checksum.CRC32C : Checksum.NONE);
+                              TransferRequest.of(
+                                      thread,
+                                      at,
+                                      read ? Direction.fromPeer(SLICE) : Direction.TO_PEER,
+                                      buffer)
+                                  .withChecksum(i % 16 == 0 ? Checksum.CRC32C : Checksum.NONE);
                           assertTrue(service.submit(request));
                         }
                       }));

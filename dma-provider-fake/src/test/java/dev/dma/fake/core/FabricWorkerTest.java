@@ -13,7 +13,6 @@ import dev.dma.api.CacheableSpan;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
@@ -104,7 +103,8 @@ class FabricWorkerTest {
   }
 
   private TransferRequest<Buffer> write(long client, Buffer buffer, boolean checksum) {
-    return TransferRequest.write(client, ad, buffer).withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE);
+    return TransferRequest.write(client, ad, buffer)
+        .withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE);
   }
 
   private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
@@ -122,7 +122,8 @@ class FabricWorkerTest {
     start();
     List<FakeEndpoint> endpoints = fabric.endpoints();
     assertTrue(
-        endpoints.stream().anyMatch(e -> java.util.Arrays.equals(e.localAddress(), service.localAddress())));
+        endpoints.stream()
+            .anyMatch(e -> java.util.Arrays.equals(e.localAddress(), service.localAddress())));
     assertEquals("fake", service.providerName());
     assertTrue(service.isRunning());
   }
@@ -213,7 +214,12 @@ class FabricWorkerTest {
     start();
     assertTrue(service.submit(write(1, local(1, 64, 0), false)));
     Completion<Buffer> done = recorder.take();
-    assertTrue(done.outcome().isDone(), () -> fabric.counters() + " " + fabric.endpoints().stream().map(e -> e.counters().toString()).toList());
+    assertTrue(
+        done.outcome().isDone(),
+        () ->
+            fabric.counters()
+                + " "
+                + fabric.endpoints().stream().map(e -> e.counters().toString()).toList());
     assertTrue(done.outcome().done().checksum().isEmpty());
     assertTrue(recorder.threads.getLast().startsWith("fabric-"), recorder.threads.toString());
   }
@@ -338,7 +344,8 @@ class FabricWorkerTest {
         DmaException error = completion.outcome().error();
         assertEquals(DmaException.Kind.TRANSFER, error.kind());
         assertEquals(
-            "completion error: Permission denied (err=13); provider: remote access denied (prov_errno=-13)",
+            "completion error: Permission denied (err=13); provider: remote access denied"
+                + " (prov_errno=-13)",
             error.getMessage());
         assertEquals(13, error.fabricErrno());
         assertEquals(-13, error.providerErrno());
@@ -426,8 +433,7 @@ class FabricWorkerTest {
   }
 
   @Test
-  void countingFromIntakeStopsARemovalSlippingBetweenAQueuedTransferAndItsPost()
-      throws Exception {
+  void countingFromIntakeStopsARemovalSlippingBetweenAQueuedTransferAndItsPost() throws Exception {
     start();
     // The transfer stays queued (not yet posted) while the removal arrives behind it.
     fabric.script().againTimes(50);
@@ -449,7 +455,8 @@ class FabricWorkerTest {
     assertTrue(service.submit(write(1, local(1, 64, 0), false)));
     assertTrue(recorder.take().outcome().isDone());
     assertEquals(1, fabric.counters().inserts());
-    DmaException bad = assertThrows(DmaException.class, () -> service.addPeer(2, new byte[] {1, 2, 3}));
+    DmaException bad =
+        assertThrows(DmaException.class, () -> service.addPeer(2, new byte[] {1, 2, 3}));
     assertEquals(DmaException.Kind.FABRIC, bad.kind());
     service.removePeer(1);
     waitUntil(() -> fabric.counters().removes() == 1);
@@ -468,7 +475,8 @@ class FabricWorkerTest {
     fabric.script().stopHolding();
     fabric.script().releaseCompletions();
     recorder.take(100);
-    assertTrue(recorder.batchSizes.stream().allMatch(size -> size <= FabricWorker.TARGET_COMPLETIONS));
+    assertTrue(
+        recorder.batchSizes.stream().allMatch(size -> size <= FabricWorker.TARGET_COMPLETIONS));
     assertTrue(recorder.batchSizes.size() < 100, "every completion went out alone");
   }
 
@@ -635,7 +643,8 @@ class FabricWorkerTest {
       assertTrue(service.submit(write(1, source, true)));
       Completion<Buffer> done = recorder.take();
       assertEquals(i, done.context().id);
-      assertEquals(Checksums.crc32c(source.segment), done.outcome().done().checksum().orElseThrow());
+      assertEquals(
+          Checksums.crc32c(source.segment), done.outcome().done().checksum().orElseThrow());
     }
   }
 

@@ -20,9 +20,9 @@ final class ManualTicker implements NanoClock {
   }
 
   /**
-   * Advances, then waits (at most 10 s) until the worker has read the clock again. The worker
-   * keeps a coarse clock, read every few dozen passes: an op posted right after a jump of the
-   * clock could otherwise be stamped with the reading from before it.
+   * Advances, then waits (at most 10 s) until the worker has read the clock again. The worker keeps
+   * a coarse clock, read every few dozen passes: an op posted right after a jump of the clock could
+   * otherwise be stamped with the reading from before it.
    */
   void advanceAndAwaitRead(Duration duration) throws InterruptedException {
     long before = reads.get();

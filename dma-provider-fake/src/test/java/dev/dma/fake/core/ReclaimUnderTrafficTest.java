@@ -8,7 +8,6 @@ import dev.dma.api.CacheableSpan;
 import dev.dma.api.Checksum;
 import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
@@ -98,12 +97,15 @@ class ReclaimUnderTrafficTest {
                       () -> {
                         for (int i = 0; i < perThread; i++) {
                           int s = (i + thread) % SPANS;
-                          long offset = (long) s * SPAN_BYTES + (long) (i % (SPAN_BYTES / OP_BYTES)) * OP_BYTES;
+                          long offset =
+                              (long) s * SPAN_BYTES
+                                  + (long) (i % (SPAN_BYTES / OP_BYTES)) * OP_BYTES;
                           Buffer buffer = new Buffer(i, pool.asSlice(offset, OP_BYTES), spans[s]);
                           window.acquireUninterruptibly();
                           assertTrue(
                               service.submit(
-                                  TransferRequest.write(thread, ad, buffer).withChecksum(i % 8 == 0 ? Checksum.CRC32C : Checksum.NONE)));
+                                  TransferRequest.write(thread, ad, buffer)
+                                      .withChecksum(i % 8 == 0 ? Checksum.CRC32C : Checksum.NONE)));
                         }
                       }));
         }
@@ -123,7 +125,8 @@ class ReclaimUnderTrafficTest {
       assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
       assertEquals(0, failures.get());
       assertEquals(0, badChecksums.get());
-      assertTrue(fabric.counters().registrations() > SPANS, "the reclaims never forced a re-registration");
+      assertTrue(
+          fabric.counters().registrations() > SPANS, "the reclaims never forced a re-registration");
       assertEquals(fabric.counters().registrations(), fabric.counters().deregistrations());
       assertEquals(0, fabric.counters().liveRegistrations());
       target.close();

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.management.ThreadMXBean;
 import dev.dma.api.Advertisement;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
@@ -44,7 +43,8 @@ class WorkerAllocationTest {
     try (FakeFabric fabric = FakeFabric.create("allocation");
         Arena arena = Arena.ofShared()) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       DmaConfiguration configuration =
           DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
       Semaphore window = new Semaphore(64);
@@ -82,6 +82,4 @@ class WorkerAllocationTest {
       target.close();
     }
   }
-
-
 }

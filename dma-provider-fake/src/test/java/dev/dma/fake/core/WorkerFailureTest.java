@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.dma.api.Advertisement;
 import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
-import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
@@ -70,7 +69,9 @@ class WorkerFailureTest {
             };
         return (FabricEndpoint)
             Proxy.newProxyInstance(
-                FabricEndpoint.class.getClassLoader(), new Class<?>[] {FabricEndpoint.class}, handler);
+                FabricEndpoint.class.getClassLoader(),
+                new Class<?>[] {FabricEndpoint.class},
+                handler);
       }
     };
   }
@@ -85,7 +86,8 @@ class WorkerFailureTest {
     try (FakeFabric fabric = FakeFabric.create("outrun");
         Arena arena = Arena.ofShared()) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       AtomicInteger spurious = new AtomicInteger();
       // Every completion is reported twice: the second names a slot that holds nothing any more.
       FabricProvider provider =
@@ -116,8 +118,7 @@ class WorkerFailureTest {
         Set<Long> seen = new HashSet<>();
         for (int i = 0; i < 50; i++) {
           assertTrue(
-              service.submit(
-                  TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64)))));
+              service.submit(TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64)))));
         }
         for (Completion<Buffer> completion : recorder.take(50)) {
           assertTrue(completion.outcome().isDone());
@@ -135,7 +136,8 @@ class WorkerFailureTest {
     try (FakeFabric fabric = FakeFabric.create("killed");
         Arena arena = Arena.ofShared()) {
       FakeEndpoint target = fabric.openEndpoint();
-      Advertisement ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
       AtomicBoolean kill = new AtomicBoolean();
       FabricProvider provider =
           wrapping(
@@ -156,7 +158,8 @@ class WorkerFailureTest {
       for (int i = 0; i < 5; i++) {
         assertTrue(
             service.submit(
-                TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64))).withChecksum(i % 2 == 0 ? Checksum.CRC32C : Checksum.NONE)));
+                TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64)))
+                    .withChecksum(i % 2 == 0 ? Checksum.CRC32C : Checksum.NONE)));
       }
       while (fabric.script().heldCompletions() < 5) {
         Thread.sleep(1);
@@ -177,7 +180,8 @@ class WorkerFailureTest {
       assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
       target.close();
       List<FakeEndpoint> endpoints = fabric.endpoints();
-      assertTrue(endpoints.stream().allMatch(FakeEndpoint::isClosed), "the worker's endpoint stayed open");
+      assertTrue(
+          endpoints.stream().allMatch(FakeEndpoint::isClosed), "the worker's endpoint stayed open");
     }
   }
 }

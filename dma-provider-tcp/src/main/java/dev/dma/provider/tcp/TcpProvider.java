@@ -57,9 +57,9 @@ import java.util.function.Predicate;
  *
  * <h2>Progress</h2>
  *
- * Every variant (net, tcp, tcp;ofi_rxm) progresses only inside libfabric calls: data lands at a target only while its
- * completion queue is read, so every passive target must call {@link FabricEndpoint#progress()}
- * (the fabric worker's busy poll does it for servers).
+ * Every variant (net, tcp, tcp;ofi_rxm) progresses only inside libfabric calls: data lands at a
+ * target only while its completion queue is read, so every passive target must call {@link
+ * FabricEndpoint#progress()} (the fabric worker's busy poll does it for servers).
  *
  * <p>Stateless and thread-safe.
  */
@@ -89,8 +89,7 @@ public final class TcpProvider implements FabricProvider {
 
   /** The choice for the loaded library, made once: it costs an {@code fi_getinfo}. */
   private static final class Chosen {
-    static final String NAME =
-        choose(name -> Libfabric.serves(EndpointPolicy.of(name)));
+    static final String NAME = choose(name -> Libfabric.serves(EndpointPolicy.of(name)));
   }
 
   /**

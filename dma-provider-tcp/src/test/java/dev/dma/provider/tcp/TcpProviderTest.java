@@ -1,8 +1,5 @@
 package dev.dma.provider.tcp;
 
-import dev.dma.api.RemoteAccess;
-import dev.dma.libfabric.Loopback;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -14,9 +11,11 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksums;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.RemoteAccess;
 import dev.dma.core.FabricProviders;
 import dev.dma.libfabric.Libfabric;
 import dev.dma.libfabric.LibfabricEndpoint;
+import dev.dma.libfabric.Loopback;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
@@ -297,7 +296,8 @@ class TcpProviderTest {
   void badRemoteAccessFailsThatOperationWithAnErrorCompletion(BadAccess bad) {
     try (Loopback loopback = new Loopback(opener())) {
       MemorySegment local = loopback.arena.allocate(4096, 4096);
-      try (ExposedRegion good = loopback.expose(loopback.arena.allocate(4096, 4096), RemoteAccess.READ_WRITE);
+      try (ExposedRegion good =
+              loopback.expose(loopback.arena.allocate(4096, 4096), RemoteAccess.READ_WRITE);
           ExposedRegion readOnly =
               loopback.expose(loopback.arena.allocate(4096, 4096), RemoteAccess.READ)) {
         Advertisement ad = good.advertisement();

@@ -19,13 +19,13 @@ import java.util.function.LongPredicate;
  *
  * <h2>Model</h2>
  *
- * Each client holds at most one entry; an entry is held by every client that advertised its
- * address and is removed from the address vector ({@link FabricEndpoint#removePeer}) when its last
- * holder is released. Entries are shared by the endpoint's {@linkplain
- * FabricEndpoint#peerIdentity(byte[]) identity} of the address (all bytes, or EFA's GID and QPN),
- * because the EFA device reuses a closed endpoint's QPN for the next one on the card: a new address
- * with a known identity but different bytes is a new incarnation of that slot, and the old
- * incarnation's entry is dead for every client that held it.
+ * Each client holds at most one entry; an entry is held by every client that advertised its address
+ * and is removed from the address vector ({@link FabricEndpoint#removePeer}) when its last holder
+ * is released. Entries are shared by the endpoint's {@linkplain FabricEndpoint#peerIdentity(byte[])
+ * identity} of the address (all bytes, or EFA's GID and QPN), because the EFA device reuses a
+ * closed endpoint's QPN for the next one on the card: a new address with a known identity but
+ * different bytes is a new incarnation of that slot, and the old incarnation's entry is dead for
+ * every client that held it.
  *
  * <h2>Threads and ownership</h2>
  *
@@ -58,8 +58,10 @@ public final class PeerTable {
   }
 
   private final FabricEndpoint endpoint;
+
   /** Owns the holdings: client id to the entry it holds. */
   private final LongObjectMap<Entry> byClient = new LongObjectMap<>();
+
   /**
    * Identity to entry: a dedup index that does not hold. Entries whose last holder left stay here,
    * dead, until replaced or swept; releasing a client thus needs no hashing of its address.
@@ -97,8 +99,8 @@ public final class PeerTable {
   }
 
   /**
-   * Tells the table which clients still have operations outstanding, so a removal that would pull
-   * a peer from under them is deferred. Set once by the worker, before the first call.
+   * Tells the table which clients still have operations outstanding, so a removal that would pull a
+   * peer from under them is deferred. Set once by the worker, before the first call.
    *
    * @param value true for a client with operations queued or in flight
    */
@@ -112,8 +114,8 @@ public final class PeerTable {
    *
    * <p>Fast path, taken on every post of a known client: when the client already holds an entry
    * with exactly these bytes, its handle is returned with no allocation and no hashing of the
-   * address. Otherwise the address's identity decides: an entry with the same identity and bytes
-   * is shared; one with the same identity but other bytes is a dead incarnation, so every client
+   * address. Otherwise the address's identity decides: an entry with the same identity and bytes is
+   * shared; one with the same identity but other bytes is a dead incarnation, so every client
    * holding it is released (with a warning); the client's previous, different entry is released;
    * and the address is inserted unless shared.
    *
@@ -202,9 +204,9 @@ public final class PeerTable {
   }
 
   /**
-   * Releases a client's entry; the last holder out removes it from the address vector. Releasing
-   * a client that holds nothing (or twice) is harmless. Worker thread only, and only when the
-   * client has no operation outstanding.
+   * Releases a client's entry; the last holder out removes it from the address vector. Releasing a
+   * client that holds nothing (or twice) is harmless. Worker thread only, and only when the client
+   * has no operation outstanding.
    *
    * @param clientId the client
    */
@@ -246,9 +248,9 @@ public final class PeerTable {
   /**
    * After {@link FabricEndpoint#reset()}: every handle is void and the new address vector is empty.
    * Forgets every entry without removing it, then inserts again the address of every client that
-   * {@code keep} accepts; the others (dead peers) hold nothing and are inserted afresh by their next
-   * transfer or {@code addPeer}. A client whose insert fails holds nothing; its next transfer tries
-   * again and fails with the reason. Worker thread only.
+   * {@code keep} accepts; the others (dead peers) hold nothing and are inserted afresh by their
+   * next transfer or {@code addPeer}. A client whose insert fails holds nothing; its next transfer
+   * tries again and fails with the reason. Worker thread only.
    *
    * @param keep which clients to insert again
    * @return how many clients were inserted again

@@ -17,10 +17,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * <h2>Threads and ownership</h2>
  *
  * Owned by the fabric worker of its endpoint: {@link #lease}, {@link #pin} and {@link #close()} run
- * on that thread only, because they call the endpoint. The counters ({@link #hits()}, {@link #misses()},
- * {@link #evictions()}, {@link #pinnedBytes()}) may be read from any thread; {@link RegionRegistry#invalidate} reaches this endpoint's entries from any thread.
- * The worker calls {@link #close()} before closing the endpoint, so every cached registration is
- * deregistered while its domain is still open.
+ * on that thread only, because they call the endpoint. The counters ({@link #hits()}, {@link
+ * #misses()}, {@link #evictions()}, {@link #pinnedBytes()}) may be read from any thread; {@link
+ * RegionRegistry#invalidate} reaches this endpoint's entries from any thread. The worker calls
+ * {@link #close()} before closing the endpoint, so every cached registration is deregistered while
+ * its domain is still open.
  *
  * <h2>The pinned-bytes bound</h2>
  *
@@ -53,6 +54,7 @@ public final class LocalRegions implements AutoCloseable {
   private final RegionRegistry registry;
   private final long maxPinnedBytes;
   private final boolean required;
+
   /**
    * The one registration in progress (worker thread only, so one suffices and a miss allocates no
    * claim): lets an overlapping invalidate stop it from being cached.
@@ -68,8 +70,8 @@ public final class LocalRegions implements AutoCloseable {
   private long evictions;
 
   /**
-   * Local registrations for one endpoint, bounded as configured. Construct on (or before handing
-   * it to) the worker.
+   * Local registrations for one endpoint, bounded as configured. Construct on (or before handing it
+   * to) the worker.
    *
    * @param endpoint the endpoint, owned by the caller; this class registers and deregisters on it
    * @param registry where cached registrations are tracked: {@link RegionRegistry#global()} in
@@ -85,8 +87,8 @@ public final class LocalRegions implements AutoCloseable {
   }
 
   /**
-   * Local registrations bounded at exactly {@code boundBytes}, whatever {@code RLIMIT_MEMLOCK} says:
-   * for tests and benchmarks that need the same bound on every machine.
+   * Local registrations bounded at exactly {@code boundBytes}, whatever {@code RLIMIT_MEMLOCK}
+   * says: for tests and benchmarks that need the same bound on every machine.
    *
    * @param endpoint the endpoint, owned by the caller
    * @param registry where cached registrations are tracked
@@ -108,7 +110,8 @@ public final class LocalRegions implements AutoCloseable {
       throw new NullPointerException("registry");
     }
     if (boundBytes <= 0) {
-      throw new IllegalArgumentException("the pinned-bytes bound must be positive, not " + boundBytes);
+      throw new IllegalArgumentException(
+          "the pinned-bytes bound must be positive, not " + boundBytes);
     }
     this.endpoint = endpoint;
     this.registry = registry;
@@ -187,10 +190,10 @@ public final class LocalRegions implements AutoCloseable {
 
   /**
    * Registers {@code [base, base + lengthBytes)} and tracks it with the registry as its sole holder
-   * (behind the service's {@code register}): operands inside it hit, and it lives until the region's
-   * owner invalidates it or this endpoint closes. Never evicted. An invalidate overlapping it while
-   * it registers wins: it is deregistered before this returns. Worker thread only; a no-op when the
-   * endpoint needs no local registration.
+   * (behind the service's {@code register}): operands inside it hit, and it lives until the
+   * region's owner invalidates it or this endpoint closes. Never evicted. An invalidate overlapping
+   * it while it registers wins: it is deregistered before this returns. Worker thread only; a no-op
+   * when the endpoint needs no local registration.
    *
    * @param base the first byte
    * @param lengthBytes the length, positive
@@ -300,8 +303,8 @@ public final class LocalRegions implements AutoCloseable {
   }
 
   /**
-   * Registers within the bound, evicting idle cached spans first when needed and once more when
-   * the kernel refuses with -FI_ENOMEM.
+   * Registers within the bound, evicting idle cached spans first when needed and once more when the
+   * kernel refuses with -FI_ENOMEM.
    */
   private Registration register(long base, long lengthBytes, boolean evictable) {
     makeRoom(lengthBytes);

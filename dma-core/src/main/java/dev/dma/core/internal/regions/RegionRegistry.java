@@ -35,37 +35,41 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <h2>Registrations in progress</h2>
  *
- * A miss is registered outside the lock (a system call; a re-entrant free must not deadlock on
- * it) and tracked afterwards. An {@code invalidate} in that window would find nothing to retire,
- * and the registration, over pages the owner has since given back, would then be cached and
- * served. So the registering side holds a {@link Claim} over the range it registers, from the miss
- * until it tracks: every invalidate overlapping an open claim marks it, and {@link
- * #trackClaimed} refuses to cache a marked one (the registration then serves its one operation and
- * deregisters when that lease drops). An invalidate between the miss and the claim's opening (the
- * context's {@code cacheableSpan()} call) is caught by an invalidation count recorded at the miss:
- * any invalidate in that short gap marks the claim, overlapping or not.
+ * A miss is registered outside the lock (a system call; a re-entrant free must not deadlock on it)
+ * and tracked afterwards. An {@code invalidate} in that window would find nothing to retire, and
+ * the registration, over pages the owner has since given back, would then be cached and served. So
+ * the registering side holds a {@link Claim} over the range it registers, from the miss until it
+ * tracks: every invalidate overlapping an open claim marks it, and {@link #trackClaimed} refuses to
+ * cache a marked one (the registration then serves its one operation and deregisters when that
+ * lease drops). An invalidate between the miss and the claim's opening (the context's {@code
+ * cacheableSpan()} call) is caught by an invalidation count recorded at the miss: any invalidate in
+ * that short gap marks the claim, overlapping or not.
  */
 public final class RegionRegistry {
   private static final RegionRegistry GLOBAL = new RegionRegistry();
 
   private final ReentrantLock lock = new ReentrantLock();
   private final IdentityHashMap<Object, DomainMap> domains = new IdentityHashMap<>();
+
   /** Calls of {@link #invalidate} so far. Guarded by the lock. */
   private long invalidations;
+
   /** The open claims, linked through {@link Claim#next}. Guarded by the lock. */
   private Claim openClaims;
 
   /**
-   * A registration in progress over {@code [start, end)}: marked by every {@link #invalidate}
-   * that overlaps it while open. Owned by one registering thread (a {@link LocalRegions} keeps one
-   * and reuses it, on its worker), so it never allocates; its fields are guarded by the registry's
+   * A registration in progress over {@code [start, end)}: marked by every {@link #invalidate} that
+   * overlaps it while open. Owned by one registering thread (a {@link LocalRegions} keeps one and
+   * reuses it, on its worker), so it never allocates; its fields are guarded by the registry's
    * lock, except that only the owner writes {@code open}, so the owner may read it unlocked.
    */
   static final class Claim {
     long start;
     long end;
+
     /** {@link #invalidations} at the miss that led to this claim. */
     long invalidationsAtMiss;
+
     boolean invalidated;
     boolean open;
     Claim next;
@@ -85,9 +89,9 @@ public final class RegionRegistry {
   }
 
   /**
-   * Tracks a registration in a domain: the registry takes its own lease (the caller keeps its
-   * own). Replaces any entry at the same base in that domain; the replaced entry's lease is dropped
-   * after the lock is released, so it deregisters only if no operation still leases it. Any thread.
+   * Tracks a registration in a domain: the registry takes its own lease (the caller keeps its own).
+   * Replaces any entry at the same base in that domain; the replaced entry's lease is dropped after
+   * the lock is released, so it deregisters only if no operation still leases it. Any thread.
    *
    * @param domain the domain key (compared by identity)
    * @param registration a registration the caller holds a lease on
@@ -113,8 +117,8 @@ public final class RegionRegistry {
    * @param start the first byte to be registered
    * @param end one past the last
    * @param sinceMiss true when {@code claim} went through {@link #covering(Object, long, long,
-   *     Claim)}: any invalidate since that miss marks the claim (its range is not known, so
-   *     overlap is assumed); false to start the claim now
+   *     Claim)}: any invalidate since that miss marks the claim (its range is not known, so overlap
+   *     is assumed); false to start the claim now
    */
   void open(Claim claim, long start, long end, boolean sinceMiss) {
     lock.lock();
@@ -408,10 +412,13 @@ public final class RegionRegistry {
     long[] bases = new long[16];
     Registration[] entries = new Registration[16];
     int size;
+
     /** The longest entry ever held since the map was last empty: bounds invalidate's scan. */
     long maxLengthBytes;
+
     /** Least recently used evictable entry. */
     Registration lruHead;
+
     /** Most recently used evictable entry. */
     Registration lruTail;
 

@@ -17,8 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * The {@link RegionRegistry} holds one lease per entry it tracks, and every operation posted
  * against a registration holds one from post until its completion, so a reclaim that retires the
  * entry never closes a registration whose descriptor is still on the wire (that was a production
- * crash in the crate this ports). {@link FabricEndpoint#deregister} runs exactly once, when the last
- * lease drops, on the thread that drops it.
+ * crash in the crate this ports). {@link FabricEndpoint#deregister} runs exactly once, when the
+ * last lease drops, on the thread that drops it.
  *
  * <h2>Threads</h2>
  *
@@ -43,6 +43,7 @@ public final class Registration {
   private final long base;
   private final long end;
   private final boolean evictable;
+
   /** The owning endpoint's pinned-byte tally, lowered at deregistration; null when not counted. */
   private final AtomicLong pinnedBytes;
 
@@ -113,8 +114,8 @@ public final class Registration {
 
   /**
    * Adds a lease; the caller must {@link #release()} it exactly once. Only a holder of a lease (or
-   * the registry, under its lock, for an entry it tracks) may call this: a registration whose
-   * last lease dropped is closed for good. Any thread; no allocation.
+   * the registry, under its lock, for an entry it tracks) may call this: a registration whose last
+   * lease dropped is closed for good. Any thread; no allocation.
    *
    * @return this registration
    * @throws IllegalStateException if the registration was already closed (a caller bug)
@@ -151,7 +152,8 @@ public final class Registration {
       // the remaining leases of that loop held, nor fail an unrelated transfer.
       LOG.log(
           Level.WARNING,
-          () -> "deregistering " + (end - base) + " bytes at 0x" + Long.toHexString(base) + " failed",
+          () ->
+              "deregistering " + (end - base) + " bytes at 0x" + Long.toHexString(base) + " failed",
           failed);
     } finally {
       // Lowered only once the pages are unpinned, so the worker's bound check never counts on room

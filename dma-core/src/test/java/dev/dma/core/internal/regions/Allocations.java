@@ -21,7 +21,8 @@ public final class Allocations {
       Class<?> bean = Class.forName("com.sun.management.ThreadMXBean");
       ALLOCATED =
           MethodHandles.publicLookup()
-              .findVirtual(bean, "getCurrentThreadAllocatedBytes", MethodType.methodType(long.class))
+              .findVirtual(
+                  bean, "getCurrentThreadAllocatedBytes", MethodType.methodType(long.class))
               .asType(MethodType.methodType(long.class, Object.class));
     } catch (ReflectiveOperationException unavailable) {
       throw new ExceptionInInitializerError(unavailable);

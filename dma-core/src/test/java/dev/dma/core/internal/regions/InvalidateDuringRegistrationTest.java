@@ -32,7 +32,8 @@ class InvalidateDuringRegistrationTest {
 
   private final RecordingEndpoint endpoint = new RecordingEndpoint();
   private final RegionRegistry registry = new RegionRegistry();
-  private final LocalRegions regions = LocalRegions.withExactBound(endpoint, registry, Long.MAX_VALUE);
+  private final LocalRegions regions =
+      LocalRegions.withExactBound(endpoint, registry, Long.MAX_VALUE);
 
   @AfterEach
   void everyRegistrationIsDeregisteredOnce() {

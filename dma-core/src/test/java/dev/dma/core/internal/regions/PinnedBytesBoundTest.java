@@ -71,7 +71,8 @@ class PinnedBytesBoundTest {
 
     // Both cached spans are leased: the widened registration cannot fit, nor can the operand.
     DmaException full = assertThrows(DmaException.class, () -> leaseSpan(regions, 3));
-    assertTrue(full.getMessage().contains("above max_pinned_bytes (" + 2 * SPAN), full.getMessage());
+    assertTrue(
+        full.getMessage().contains("above max_pinned_bytes (" + 2 * SPAN), full.getMessage());
     assertTrue(full.getMessage().contains("raise max_pinned_bytes"), full.getMessage());
     assertTrue(full.getMessage().contains("ulimit -l (RLIMIT_MEMLOCK)"), full.getMessage());
     assertEquals(12, full.fabricErrno());
@@ -107,8 +108,7 @@ class PinnedBytesBoundTest {
     LocalRegions regions = LocalRegions.withExactBound(endpoint, registry, 3 * SPAN);
     Registration held = leaseSpan(regions, 0);
     leaseSpan(regions, 1).release();
-    Registration big =
-        regions.lease(spanBase(2), 4096, span(spanBase(2), spanBase(2) + 3 * SPAN));
+    Registration big = regions.lease(spanBase(2), 4096, span(spanBase(2), spanBase(2) + 3 * SPAN));
     // 3 spans would need span 0 gone too, which is leased: evicting span 1 would not help, and the
     // narrow fallback fits beside both.
     assertEquals(0, regions.evictions());
@@ -151,7 +151,9 @@ class PinnedBytesBoundTest {
     DmaException enomem =
         assertThrows(DmaException.class, () -> regions.lease(spanBase(3), 4096, NO_SPAN));
     assertTrue(
-        enomem.getMessage().startsWith("fi_mr_reg(operand): Cannot allocate memory (-12): cannot pin 4096"),
+        enomem
+            .getMessage()
+            .startsWith("fi_mr_reg(operand): Cannot allocate memory (-12): cannot pin 4096"),
         enomem.getMessage());
     assertTrue(enomem.getMessage().contains("raise ulimit -l (RLIMIT_MEMLOCK)"));
     assertTrue(enomem.getMessage().contains("max_pinned_bytes"));

@@ -31,12 +31,14 @@ import org.junit.jupiter.api.Test;
  */
 class RegionCacheTest {
   private static final long KIB = 1024;
+
   /** A 64 KiB-aligned fake address; nothing here touches the memory. */
   private static final long BASE = 0x7f00_0001_0000L;
 
   private final RecordingEndpoint endpoint = new RecordingEndpoint();
   private final RegionRegistry registry = new RegionRegistry();
-  private final LocalRegions regions = LocalRegions.withExactBound(endpoint, registry, Long.MAX_VALUE);
+  private final LocalRegions regions =
+      LocalRegions.withExactBound(endpoint, registry, Long.MAX_VALUE);
 
   @AfterEach
   void closesEverythingOnce() {
@@ -186,7 +188,8 @@ class RegionCacheTest {
                       if (lease == null) {
                         continue;
                       }
-                      // The descriptor must belong to a live registration for as long as we hold it.
+                      // The descriptor must belong to a live registration for as long as we hold
+                      // it.
                       if (!endpoint.isLive(lease.handle())
                           || lease.descriptor() != RecordingEndpoint.descriptorOf(lease.handle())
                           || lease.leases() < 1) {
@@ -288,8 +291,7 @@ class RegionCacheTest {
             .getMessage());
     assertEquals(
         "pinned region range overflows",
-        assertThrows(DmaException.class, () -> regions.pin(Long.MAX_VALUE - 10, 100))
-            .getMessage());
+        assertThrows(DmaException.class, () -> regions.pin(Long.MAX_VALUE - 10, 100)).getMessage());
     assertEquals(
         "cannot register 0 bytes",
         assertThrows(DmaException.class, () -> regions.lease(BASE, 0, NO_SPAN)).getMessage());
