@@ -28,7 +28,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -69,12 +68,23 @@ abstract class ConformanceSuite {
    * Whether the provider is known to lose completions under load, so that a heavy case may see
    * transfers fail by the completion deadline (and their client then as unreachable) rather than
    * succeed: sockets did, in about 2 of 100 runs of {@link #bothDirectionsAtOnceFromSeveralClients}
-   * on 2 loaded cores, with every posted operation stuck for good inside the provider. What must
-   * still hold is that each transfer completes exactly once, fails only for that reason, and that
-   * every one that succeeded moved the right bytes.
+   * on 2 loaded cores, once in {@link #tenThousandTransfersThroughAWindowOf64} during a full build,
+   * and in 1 of 6 runs of its suite beside two busy loops, each time with every posted operation
+   * stuck for good inside the provider. What must still hold is that each transfer completes
+   * exactly once, fails only for that reason, and that every one that succeeded moved the right
+   * bytes.
    */
   protected boolean losesCompletionsUnderLoad() {
     return false;
+  }
+
+  /**
+   * Whether a failed transfer failed the way a lost completion ends: by the completion deadline, or
+   * at once as unreachable because an earlier transfer of its client passed the deadline.
+   */
+  private static boolean isLostCompletion(Completion<Buffer> completion) {
+    DmaException.Reason reason = completion.outcome().error().reason();
+    return reason == DmaException.Reason.DEADLINE || reason == DmaException.Reason.PEER_UNREACHABLE;
   }
 
   /** Whether 32 garbage bytes shaped like an address are refused (EFA accepts any GID). */
@@ -154,7 +164,8 @@ abstract class ConformanceSuite {
     Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     long submitted = 0;
     long done = 0;
-    AtomicInteger failures = new AtomicInteger();
+    int lost = 0;
+    boolean[] landed = new boolean[slots];
     while (done < total) {
       while (submitted < total && submitted - done < slots) {
         int slot = (int) (submitted % slots);
@@ -166,13 +177,34 @@ abstract class ConformanceSuite {
         submitted++;
       }
       Completion<Buffer> completion = completions.take();
-      if (!completion.outcome().isDone()) {
-        failures.incrementAndGet();
+      if (completion.outcome().isDone()) {
+        landed[completion.context().id()] = true;
+      } else {
+        assertTrue(
+            losesCompletionsUnderLoad() && isLostCompletion(completion),
+            () -> "a transfer failed: " + completion.outcome().error());
+        lost++;
       }
       done++;
     }
-    assertEquals(0, failures.get());
-    assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
+    if (lost > 0) {
+      System.out.println(
+          getClass().getSimpleName()
+              + ": the provider lost completions; "
+              + lost
+              + " of "
+              + total
+              + " transfers failed by the completion deadline or as unreachable after it");
+    }
+    for (int slot = 0; slot < slots; slot++) {
+      if (landed[slot] || !losesCompletionsUnderLoad()) {
+        long offset = (long) slot * size;
+        assertEquals(
+            Checksums.crc32c(local.asSlice(offset, size)),
+            Checksums.crc32c(remote.asSlice(offset, size)),
+            "slot " + slot + " holds other bytes than its writes");
+      }
+    }
     assertEquals(0, service.outstanding());
   }
 
@@ -235,10 +267,8 @@ abstract class ConformanceSuite {
     for (Completion<Buffer> completion : completions.take(clients * perClient * 2)) {
       int id = completion.context().id();
       if (!completion.outcome().isDone() && losesCompletionsUnderLoad()) {
-        DmaException.Reason reason = completion.outcome().error().reason();
         assertTrue(
-            reason == DmaException.Reason.DEADLINE
-                || reason == DmaException.Reason.PEER_UNREACHABLE,
+            isLostCompletion(completion),
             () -> "failed for another reason: " + completion.outcome().error());
         lost++;
         continue;
