@@ -10,6 +10,7 @@ import dev.dma.api.CacheableSpan;
 import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
@@ -371,6 +372,58 @@ class TelemetryTest {
             .filter(span -> span.getName().equals("dma.wire"))
             .count();
     assertEquals(3, wires, "a wire span per chunk");
+  }
+
+  /**
+   * A transfer still posted when the close timeout passes fails with CLOSED, and its telemetry says
+   * so too: its {@code dma.wire} span ends with an error status and it counts as a failed write,
+   * rather than leaving the span open for good.
+   */
+  @Test
+  void aTransferCutOffByCloseEndsItsSpanAndCountsAsFailed() throws Exception {
+    try (FakeFabric fabric = FakeFabric.create("telemetry-close")) {
+      FakeEndpoint target = fabric.openEndpoint();
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      Collector<Buffer> completions = new Collector<>();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder()
+              .providers("fake")
+              .interfaces(List.of(fabric.name()))
+              .closeTimeout(Duration.ofMillis(200))
+              .build();
+      fabric.script().holdCompletions();
+      FabricService<Buffer> service =
+          FabricService.<Buffer>builder(configuration)
+              .completer(completions)
+              .openTelemetry(sdk)
+              .start();
+      assertTrue(service.submit(TransferRequest.write(1, ad, new Buffer(1, arena.allocate(64)))));
+      while (fabric.script().heldCompletions() < 1) {
+        Thread.onSpinWait();
+      }
+      service.close();
+      Completion<Buffer> cut = completions.take();
+      assertEquals(DmaException.Reason.CLOSED, cut.outcome().error().reason());
+      Attributes writeFailed =
+          Attributes.of(
+              AttributeKey.stringKey("dma.direction"),
+              "write",
+              AttributeKey.stringKey("dma.outcome"),
+              "failed");
+      assertEquals(1, sum(metrics.collectAllMetrics(), "dma.transfers", writeFailed));
+      target.close();
+    }
+    SpanData wire =
+        spans.getFinishedSpanItems().stream()
+            .filter(span -> span.getName().equals("dma.wire"))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("the cut-off transfer's dma.wire never ended"));
+    assertEquals(StatusCode.ERROR, wire.getStatus().getStatusCode());
+    assertTrue(
+        spans.getFinishedSpanItems().stream()
+            .anyMatch(span -> span.getName().equals("dma.await_completion")),
+        "dma.await_completion never ended");
   }
 
   @Test

@@ -1014,6 +1014,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    */
   private void shutDown(Throwable failure) {
     channel.close();
+    // Unregisters the gauges only: counters and spans below still record.
     telemetry.close();
     try {
       regions.close();
@@ -1036,25 +1037,32 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       Op<T> op = slots[slot];
       if (op != null) {
         slots[slot] = null;
-        leftover.add(
+        DmaException error =
             closeTimedOut && failure == null
-                ? finished(
-                    op,
-                    new DmaException(
-                        DmaException.Kind.TRANSFER,
-                        DmaException.Reason.CLOSED,
-                        "the service closed before this transfer completed: the close timeout"
-                            + " passed with it posted",
-                        0,
-                        0,
-                        null))
-                : gone(op, failure));
+                ? new DmaException(
+                    DmaException.Kind.TRANSFER,
+                    DmaException.Reason.CLOSED,
+                    "the service closed before this transfer completed: the close timeout"
+                        + " passed with it posted",
+                    0,
+                    0,
+                    null)
+                : goneError(failure);
+        if (telemetry.on) {
+          // Posted, so its spans are open: end them with the failure, and count it.
+          telemetry.reaped(op, isRead(op.request), op.lengthBytes, error);
+        }
+        leftover.add(finished(op, error));
       }
     }
     inFlight = 0;
     Op<T> op;
     while ((op = pending.pollFirst()) != null) {
-      leftover.add(gone(op, failure));
+      DmaException error = goneError(failure);
+      if (telemetry.on) {
+        telemetry.failedUnposted(isRead(op.request), error);
+      }
+      leftover.add(finished(op, error));
     }
     // Deferred checksummed completions finish inline: the pool may be tearing down alongside.
     checksums.drainInto(leftover);
@@ -1076,11 +1084,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
   }
 
-  private Completion<T> gone(Op<T> op, Throwable failure) {
-    return finished(
-        op,
-        new DmaException(
-            DmaException.Kind.FABRIC, DmaException.Reason.CLOSED, WORKER_GONE, 0, 0, failure));
+  private static DmaException goneError(Throwable failure) {
+    return new DmaException(
+        DmaException.Kind.FABRIC, DmaException.Reason.CLOSED, WORKER_GONE, 0, 0, failure);
   }
 
   /** The failed completion of an op the worker drops at shutdown; its lease goes with it. */
