@@ -11,6 +11,7 @@ import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
+import dev.dma.core.internal.FabricWorker;
 import dev.dma.spi.FabricProvider;
 import io.opentelemetry.api.OpenTelemetry;
 import java.lang.foreign.MemorySegment;
@@ -263,32 +264,41 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
   public static final long STRIPE_ALIGNMENT = 4096;
 
   /**
-   * Submits a transfer: striped over several devices when it reaches the striping threshold,
-   * otherwise to the less loaded of two devices picked at random. Never blocks unless a chosen
-   * worker's queue is full.
+   * Offers a transfer: striped over several devices when it reaches the striping threshold,
+   * otherwise to the less loaded of two devices picked at random, and to any other device when that
+   * one refuses. Never blocks for backpressure, as {@link FabricService#offer}.
+   *
+   * <p>A striped transfer is accepted once its first chunk is; a later chunk that no device takes
+   * fails the whole transfer (once every accepted chunk has finished) with {@link
+   * DmaException.Reason#BACKPRESSURE} when some device was full, else {@link
+   * DmaException.Reason#CLOSED}.
    *
    * @param request the transfer
-   * @return {@code true} when the group accepted it (exactly one completion follows); {@code false}
-   *     when every worker is gone, in which case the request stays the caller's
+   * @return {@link FabricService.Offer#ACCEPTED} (exactly one completion follows); {@link
+   *     FabricService.Offer#FULL} when no device had room and one at least is running; {@link
+   *     FabricService.Offer#CLOSED} when every worker is gone. A refused request stays the
+   *     caller's.
    */
-  public boolean submit(TransferRequest<T> request) {
+  public FabricService.Offer offer(TransferRequest<T> request) {
     if (stripeThresholdBytes > 0 && stripeChunks > 1) {
       long length = stripeLength(request);
       if (length >= stripeThresholdBytes) {
-        return submitStriped(request, length);
+        return offerStriped(request, length);
       }
     }
-    int chosen = choose();
-    if (array[chosen].submit(request)) {
-      return true;
-    }
-    // That worker is gone: any other running one will do.
-    for (int i = 0; i < array.length; i++) {
-      if (i != chosen && array[i].submit(request)) {
-        return true;
-      }
-    }
-    return false;
+    return offerWhole(request, choose());
+  }
+
+  /**
+   * Submits a transfer, as {@link #offer} does.
+   *
+   * @param request the transfer
+   * @return {@code true} when the group accepted it (exactly one completion follows); {@code false}
+   *     when it was refused (every device full, or every worker gone), and the request stays the
+   *     caller's
+   */
+  public boolean submit(TransferRequest<T> request) {
+    return offer(request) == FabricService.Offer.ACCEPTED;
   }
 
   /** The transfer's length, or -1 when the source is missing (the worker then says why). */
@@ -300,7 +310,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     return source == null ? -1 : source.byteSize();
   }
 
-  private boolean submitStriped(TransferRequest<T> request, long length) {
+  private FabricService.Offer offerStriped(TransferRequest<T> request, long length) {
     T context = request.context();
     MemorySegment operand;
     try {
@@ -308,16 +318,16 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     } catch (DmaException refused) {
       if (request.direction() instanceof Direction.ToPeer) {
         // Not striped after all: the worker resolves it again and fails it exactly as ever.
-        return submitWhole(request);
+        return offerWhole(request, choose());
       }
       // A read's landing buffer is allocated once: fail it here rather than ask again.
       router.deliver(new Completion<>(context, Outcome.failed(refused)));
-      return true;
+      return FabricService.Offer.ACCEPTED;
     }
     long chunkBytes = ceilDiv(ceilDiv(length, stripeChunks), STRIPE_ALIGNMENT) * STRIPE_ALIGNMENT;
     int count = (int) ceilDiv(length, chunkBytes);
     if (count < 2) {
-      return submitWhole(request);
+      return offerWhole(request, choose());
     }
     Stripe<T> stripe =
         new Stripe<>(context, count, length, request.checksum() == Checksum.CRC32C, router);
@@ -341,41 +351,55 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
               chunk,
               request.remoteBase(),
               request.remoteLength());
-      if (!submitChunk(part, (start + i) % array.length)) {
+      FabricService.Offer offered = offerChunk(part, (start + i) % array.length);
+      if (offered != FabricService.Offer.ACCEPTED) {
         if (i == 0) {
-          return false; // every worker is gone and nothing was accepted: still the caller's
+          return offered; // nothing was accepted: the request is still the caller's
         }
-        stripe.chunkDone(
-            i,
-            Outcome.failed(
-                DmaException.fabric("fabric worker is gone: no device accepted chunk " + i)),
-            null);
+        stripe.chunkDone(i, Outcome.failed(chunkRefused(offered, i, count)), null);
       }
     }
-    return true;
+    return FabricService.Offer.ACCEPTED;
   }
 
-  private boolean submitWhole(TransferRequest<T> request) {
-    int first = choose();
+  /** Why a striped transfer fails when a chunk after its first found no device to take it. */
+  private static DmaException chunkRefused(FabricService.Offer offered, int index, int count) {
+    return offered == FabricService.Offer.FULL
+        ? DmaException.fabric(
+            DmaException.Reason.BACKPRESSURE,
+            "no device had room for chunk "
+                + index
+                + " of "
+                + count
+                + " (max_pending transfers outstanding on each); retry the transfer")
+        : DmaException.fabric(
+            DmaException.Reason.CLOSED,
+            FabricWorker.WORKER_GONE + ": no device accepted chunk " + index + " of " + count);
+  }
+
+  /**
+   * Offers to device {@code first}, then to each other in turn until one accepts: FULL when none
+   * did and one at least was only full, CLOSED when every one is gone.
+   */
+  private FabricService.Offer offerWhole(TransferRequest<T> request, int first) {
+    FabricService.Offer answer = FabricService.Offer.CLOSED;
     for (int i = 0; i < array.length; i++) {
-      if (array[(first + i) % array.length].submit(request)) {
-        return true;
+      FabricService.Offer offered = array[(first + i) % array.length].offer(request);
+      if (offered == FabricService.Offer.ACCEPTED) {
+        return offered;
+      }
+      if (offered == FabricService.Offer.FULL) {
+        answer = offered;
       }
     }
-    return false;
+    return answer;
   }
 
   // A chunk rides a service typed for T: contexts are only ever used as Operands there, and the
   // router takes every Chunk out of the batches before the caller's completer sees them.
   @SuppressWarnings("unchecked")
-  private boolean submitChunk(TransferRequest<Chunk> part, int first) {
-    TransferRequest<T> typed = (TransferRequest<T>) (TransferRequest<?>) part;
-    for (int i = 0; i < array.length; i++) {
-      if (array[(first + i) % array.length].submit(typed)) {
-        return true;
-      }
-    }
-    return false;
+  private FabricService.Offer offerChunk(TransferRequest<Chunk> part, int first) {
+    return offerWhole((TransferRequest<T>) (TransferRequest<?>) part, first);
   }
 
   private static long ceilDiv(long value, long divisor) {

@@ -13,6 +13,7 @@ import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricService;
 import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.PassiveTarget;
 import dev.dma.fake.FakeFabric;
@@ -156,6 +157,66 @@ class StripedGroupFakeTest {
     assertNothingMore();
     for (int i = 0; i < 3; i++) {
       assertEquals(2, opsOn(i), "device " + i + " carried one chunk of each");
+    }
+  }
+
+  /**
+   * The group answers backpressure as one service does: FULL once no device has room, and a striped
+   * transfer whose later chunk finds no room is accepted (its first chunk was) and then fails once,
+   * with BACKPRESSURE, after that first chunk finished.
+   */
+  @Test
+  void aFullGroupSaysFullAndAChunkWithNoRoomFailsItsTransferWithBackpressure() throws Exception {
+    String name = fabric.name();
+    // Two devices of room 2 each (1 in flight + 1 pending); held completions keep them taken.
+    DmaConfiguration tightConfiguration =
+        DmaConfiguration.builder()
+            .providers("fake")
+            .interfaces(List.of(name, name))
+            .maxInFlight(1)
+            .maxPending(1)
+            .build();
+    Collector<Buffer> tightCompletions = new Collector<>();
+    try (FabricServiceGroup<Buffer> tight =
+        FabricServiceGroup.<Buffer>builder(tightConfiguration)
+            .completer(tightCompletions)
+            .stripeThresholdBytes(THRESHOLD)
+            .start()) {
+      fabric.script().holdCompletions();
+      MemorySegment small = arena.allocate(64);
+      for (int i = 0; i < 3; i++) {
+        assertEquals(FabricService.Offer.ACCEPTED, tight.offer(write(10 + i, small, i * 4096L)));
+      }
+      MemorySegment big = arena.allocate(2 * THRESHOLD, 4096);
+      // Two chunks: the first takes the last room, the second finds none.
+      assertEquals(FabricService.Offer.ACCEPTED, tight.offer(write(20, big, LENGTH)));
+      assertEquals(FabricService.Offer.FULL, tight.offer(write(30, small, 0)));
+      assertFalse(tight.submit(write(31, small, 0)));
+      assertEquals(0, tightCompletions.pending(), "the striped transfer waits for its first chunk");
+
+      fabric.script().stopHolding();
+      fabric.script().releaseCompletions();
+      Set<Integer> done = new HashSet<>();
+      DmaException striped = null;
+      for (Completion<Buffer> completion : tightCompletions.take(4)) {
+        if (completion.context().id() == 20) {
+          striped = completion.outcome().error();
+        } else {
+          assertTrue(completion.outcome().isDone(), () -> completion.outcome().toString());
+          done.add(completion.context().id());
+        }
+      }
+      assertEquals(Set.of(10, 11, 12), done);
+      assertTrue(striped != null, "the striped transfer completed once");
+      assertEquals(DmaException.Reason.BACKPRESSURE, striped.reason());
+      assertTrue(
+          striped.getMessage().startsWith("no device had room for chunk 1 of 2"),
+          striped.getMessage());
+      await(() -> tight.outstanding() == 0, "every chunk accounted for");
+      assertEquals(0, tightCompletions.pending(), "one completion per transfer");
+      // Room again: the group accepts.
+      assertEquals(FabricService.Offer.ACCEPTED, tight.offer(write(40, small, 0)));
+      assertTrue(tightCompletions.take().outcome().isDone());
     }
   }
 
