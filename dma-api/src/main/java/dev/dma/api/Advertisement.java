@@ -143,13 +143,7 @@ public record Advertisement(byte[] address, long remoteKey, long remoteAddress, 
    * @throws AdvertisementException as {@link #fromFields(List)}
    */
   public static Advertisement fromRawFields(List<byte[]> fields) {
-    if (fields.size() != FIELD_COUNT && fields.size() != FIELD_COUNT_WITH_LENGTH) {
-      throw new AdvertisementException(
-          AdvertisementException.Reason.ARITY,
-          "got "
-              + fields.size()
-              + " fields, expected 3 or 4: address rkey remote-address [length]");
-    }
+    // fromFields checks the field count and each field.
     return fromFields(
         fields.stream().map(field -> new String(field, StandardCharsets.UTF_8)).toList());
   }

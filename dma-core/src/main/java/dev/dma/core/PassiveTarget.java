@@ -4,6 +4,7 @@ import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import dev.dma.core.internal.Reply;
+import dev.dma.core.internal.Threads;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
@@ -13,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
@@ -329,7 +329,7 @@ public final class PassiveTarget implements AutoCloseable {
       return; // the loop sees `closing` when this command returns
     }
     LockSupport.unpark(thread);
-    if (!joinWithin(thread, timeout)) {
+    if (!Threads.joinUninterruptibly(thread, timeout)) {
       // The thread is stuck in a provider call: it runs no command until that returns, so fail the
       // queued ones rather than leave their callers blocked on it.
       Command<?> command;
@@ -343,29 +343,6 @@ public final class PassiveTarget implements AutoCloseable {
                   + " did not stop within "
                   + timeout
                   + " (a provider call is blocked); it closes its endpoint when that call returns");
-    }
-  }
-
-  private static boolean joinWithin(Thread thread, Duration timeout) {
-    long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
-    boolean interrupted = false;
-    try {
-      while (thread.isAlive()) {
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-          return false;
-        }
-        try {
-          TimeUnit.NANOSECONDS.timedJoin(thread, left);
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-      return true;
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
     }
   }
 

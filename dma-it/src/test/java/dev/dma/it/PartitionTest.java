@@ -230,6 +230,8 @@ class PartitionTest {
           "16 transfers accepted after the partition",
           burst.get("accepted").equals("" + IN_FLIGHT),
           burst.toString());
+      // A window for a wrongly completing transfer to show itself: the check below asserts that
+      // none did. Nothing waits on it; a longer sleep would only make the check stronger.
       Thread.sleep(300);
       Map<String, String> stuck = server.askFields("status inflight", ANSWER);
       checks.check(

@@ -48,6 +48,10 @@ import org.junit.jupiter.api.Test;
  * reader: the span tree of one transfer, and metric values after a scripted run with known counts.
  */
 class TelemetryTest {
+  private static final Attributes WRITE_DONE = outcome("write", "done");
+  private static final Attributes WRITE_FAILED = outcome("write", "failed");
+  private static final Attributes READ_DONE = outcome("read", "done");
+
   private final InMemorySpanExporter spans = InMemorySpanExporter.create();
   private final InMemoryMetricReader metrics = InMemoryMetricReader.create();
   private OpenTelemetrySdk sdk;
@@ -227,6 +231,14 @@ class TelemetryTest {
         .toList();
   }
 
+  private static Attributes outcome(String direction, String outcome) {
+    return Attributes.of(
+        AttributeKey.stringKey("dma.direction"),
+        direction,
+        AttributeKey.stringKey("dma.outcome"),
+        outcome);
+  }
+
   private static long sum(Collection<MetricData> all, String name, Attributes match) {
     return all.stream()
         .filter(metric -> metric.getName().equals(name))
@@ -273,29 +285,11 @@ class TelemetryTest {
         assertTrue(service.submit(TransferRequest.read(1, ad, 50, new Buffer(9, landing))));
         assertTrue(completions.take().outcome().isDone());
         Collection<MetricData> all = metrics.collectAllMetrics();
-        Attributes writeDone =
-            Attributes.of(
-                AttributeKey.stringKey("dma.direction"),
-                "write",
-                AttributeKey.stringKey("dma.outcome"),
-                "done");
-        Attributes writeFailed =
-            Attributes.of(
-                AttributeKey.stringKey("dma.direction"),
-                "write",
-                AttributeKey.stringKey("dma.outcome"),
-                "failed");
-        Attributes readDone =
-            Attributes.of(
-                AttributeKey.stringKey("dma.direction"),
-                "read",
-                AttributeKey.stringKey("dma.outcome"),
-                "done");
-        assertEquals(5, sum(all, "dma.transfers", writeDone));
-        assertEquals(2, sum(all, "dma.transfers", writeFailed));
-        assertEquals(1, sum(all, "dma.transfers", readDone));
-        assertEquals(500, sum(all, "dma.bytes", writeDone));
-        assertEquals(50, sum(all, "dma.bytes", readDone));
+        assertEquals(5, sum(all, "dma.transfers", WRITE_DONE));
+        assertEquals(2, sum(all, "dma.transfers", WRITE_FAILED));
+        assertEquals(1, sum(all, "dma.transfers", READ_DONE));
+        assertEquals(500, sum(all, "dma.bytes", WRITE_DONE));
+        assertEquals(50, sum(all, "dma.bytes", READ_DONE));
         assertEquals(
             2,
             sum(
@@ -356,14 +350,8 @@ class TelemetryTest {
         assertTrue(group.submit(TransferRequest.write(1, ad, new Buffer(1, local))));
         assertTrue(completions.take().outcome().isDone());
         Collection<MetricData> all = metrics.collectAllMetrics();
-        Attributes writeDone =
-            Attributes.of(
-                AttributeKey.stringKey("dma.direction"),
-                "write",
-                AttributeKey.stringKey("dma.outcome"),
-                "done");
-        assertEquals(3, sum(all, "dma.transfers", writeDone), "one transfer per chunk");
-        assertEquals(length, sum(all, "dma.bytes", writeDone));
+        assertEquals(3, sum(all, "dma.transfers", WRITE_DONE), "one transfer per chunk");
+        assertEquals(length, sum(all, "dma.bytes", WRITE_DONE));
       }
       target.close();
     }
@@ -405,13 +393,7 @@ class TelemetryTest {
       service.close();
       Completion<Buffer> cut = completions.take();
       assertEquals(DmaException.Reason.CLOSED, cut.outcome().error().reason());
-      Attributes writeFailed =
-          Attributes.of(
-              AttributeKey.stringKey("dma.direction"),
-              "write",
-              AttributeKey.stringKey("dma.outcome"),
-              "failed");
-      assertEquals(1, sum(metrics.collectAllMetrics(), "dma.transfers", writeFailed));
+      assertEquals(1, sum(metrics.collectAllMetrics(), "dma.transfers", WRITE_FAILED));
       target.close();
     }
     SpanData wire =
