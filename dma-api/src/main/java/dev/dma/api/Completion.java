@@ -5,19 +5,43 @@ package dev.dma.api;
  * Every submitted transfer produces exactly one, delivered to the service's {@link BatchCompleter}
  * on the fabric worker or a checksum-pool thread. Immutable.
  *
+ * <p>Once a completion is delivered, nothing in dma or its provider reads or writes the context's
+ * operand again: the receiver may reuse or free it, whatever the outcome. What a failure means for
+ * the peer's memory is {@link DmaException#targetMemory()}.
+ *
  * @param <T> the caller context type
  * @param context the context of the request, now owned by the receiver of the completion
  * @param outcome how the transfer ended
+ * @param posts how many times the transfer was handed to the provider: 0 when it was refused before
+ *     posting (at intake, by backpressure, a dead peer, or a close), 1 normally, more when it was
+ *     posted again after a lost connection or an endpoint reset ({@link
+ *     TransferRequest#retryWrite()} says when a write may be); a striped transfer counts each
+ *     chunk's posts
  */
-public record Completion<T>(T context, Outcome outcome) {
+public record Completion<T>(T context, Outcome outcome, int posts) {
   /**
-   * Checks the outcome.
+   * Checks the outcome and the count.
    *
    * @throws NullPointerException if {@code outcome} is null
+   * @throws IllegalArgumentException if {@code posts} is negative
    */
   public Completion {
     if (outcome == null) {
       throw new NullPointerException("outcome");
     }
+    if (posts < 0) {
+      throw new IllegalArgumentException("posts must not be negative, not " + posts);
+    }
+  }
+
+  /**
+   * A completion as a test double or an adapter builds it, with no post count of its own: 1 for a
+   * success, 0 for a failure.
+   *
+   * @param context the context of the request
+   * @param outcome how the transfer ended
+   */
+  public Completion(T context, Outcome outcome) {
+    this(context, outcome, outcome != null && outcome.isDone() ? 1 : 0);
   }
 }

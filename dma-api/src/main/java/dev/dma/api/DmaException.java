@@ -50,7 +50,10 @@ public final class DmaException extends RuntimeException {
     ACCESS_DENIED,
     /**
      * The endpoint was recovered (closed and reopened) while the operation was posted, through no
-     * fault of this transfer; submitting it again is safe and expected to succeed.
+     * fault of this transfer; submitting it again is expected to succeed. A read lands nothing
+     * after this failure is delivered. A write may still land from its post ({@link
+     * TargetMemory#MAY_HAVE_CHANGED}): submit it again when a late landing of the same bytes is
+     * harmless, and never reuse that remote range for other bytes meanwhile if it is not.
      */
     ENDPOINT_RESET,
     /** The service is closed or closing, or its worker is gone. */
@@ -98,6 +101,28 @@ public final class DmaException extends RuntimeException {
     }
   }
 
+  /**
+   * What a failed transfer may have done to the peer's memory: the one question a caller needs
+   * answered before it reuses a remote range or tells anyone it holds the old bytes.
+   */
+  public enum TargetMemory {
+    /**
+     * The transfer changed nothing at the peer: it was refused before it was handed to the provider
+     * (an intake check, a dead peer, backpressure, a close), or it was a read, which never writes
+     * the peer's memory.
+     */
+    UNCHANGED,
+    /**
+     * A write was handed to the provider, so it may still land, now or later, whole or in part,
+     * with the bytes its operand held when it was posted (never with what the caller put in the
+     * operand after the failure was delivered). A peer that was stopped and resumes, or bytes still
+     * in a socket buffer, land after the failure. Treat that range as unknown until it is written
+     * again by a transfer that succeeds, and do not write it with anything else meanwhile if a late
+     * landing of the old bytes would matter.
+     */
+    MAY_HAVE_CHANGED
+  }
+
   /** The value of {@link #fabricErrno()} and {@link #providerErrno()} when not known. */
   public static final int UNKNOWN_ERRNO = 0;
 
@@ -112,6 +137,9 @@ public final class DmaException extends RuntimeException {
 
   /** The provider's error number, or {@link #UNKNOWN_ERRNO}. */
   private final int providerErrno;
+
+  /** What the failed transfer may have done to the peer's memory. */
+  private final TargetMemory targetMemory;
 
   /**
    * An exception with no error numbers.
@@ -167,6 +195,18 @@ public final class DmaException extends RuntimeException {
     this.reason = reason;
     this.fabricErrno = Math.abs(fabricErrno);
     this.providerErrno = providerErrno;
+    this.targetMemory = TargetMemory.UNCHANGED;
+  }
+
+  /** A copy of {@code original} that says {@code targetMemory}, with its stack trace. */
+  private DmaException(DmaException original, TargetMemory targetMemory) {
+    super(original.getMessage(), original.getCause());
+    this.kind = original.kind;
+    this.reason = original.reason;
+    this.fabricErrno = original.fabricErrno;
+    this.providerErrno = original.providerErrno;
+    this.targetMemory = targetMemory;
+    setStackTrace(original.getStackTrace());
   }
 
   /**
@@ -243,6 +283,31 @@ public final class DmaException extends RuntimeException {
    */
   public int providerErrno() {
     return providerErrno;
+  }
+
+  /**
+   * What this failure may have done to the peer's memory; {@link TargetMemory#UNCHANGED} for
+   * anything but a failed transfer that was posted. Every failed write a service delivers says
+   * which: {@link TargetMemory#MAY_HAVE_CHANGED} once it was handed to the provider.
+   *
+   * @return the peer memory's state
+   */
+  public TargetMemory targetMemory() {
+    return targetMemory;
+  }
+
+  /**
+   * This failure saying {@code value} about the peer's memory: this instance when it already does,
+   * else a copy (same kind, reason, message, errnos, cause and stack trace).
+   *
+   * @param value what the failed transfer may have done to the peer's memory
+   * @return an exception that says so
+   */
+  public DmaException withTargetMemory(TargetMemory value) {
+    if (value == null) {
+      throw new NullPointerException("value");
+    }
+    return value == targetMemory ? this : new DmaException(this, value);
   }
 
   @Override

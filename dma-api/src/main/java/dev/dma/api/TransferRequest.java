@@ -43,6 +43,18 @@ import org.jspecify.annotations.Nullable;
  *     remoteLength} is {@link #UNKNOWN_LENGTH}
  * @param remoteLength the advertised region's length ({@link Advertisement#lengthBytes()}), or
  *     {@link #UNKNOWN_LENGTH} when the peer did not say, and then no bound is checked
+ * @param retryWrite whether a write may be posted again after the provider reported its connection
+ *     lost ({@code ENOTCONN}, {@code EPIPE}, {@code ECONNRESET}, {@code ECONNABORTED}: the target
+ *     dropped that connection, so nothing more arrives over it). Off by default, because a write
+ *     whose acknowledgement was lost may already have landed: a target that consumes what lands (a
+ *     mailbox, a queue) would see it twice. Turn it on for writes whose landing twice is harmless
+ *     (a value written to its own slot). Reads are always posted again in that case, and after an
+ *     endpoint reset: they change no remote memory, and dma's own endpoint is closed before the
+ *     repost, so no earlier attempt writes the landing buffer. A write is never posted again after
+ *     an endpoint reset, whatever this says: closing dma's end does not stop the bytes already sent
+ *     over the old connection from landing later, perhaps after a repost had succeeded and the
+ *     caller had written that range again. {@link Completion#posts()} says how many times a
+ *     transfer was posted
  */
 public record TransferRequest<T extends Operands>(
     long clientId,
@@ -53,10 +65,47 @@ public record TransferRequest<T extends Operands>(
     Checksum checksum,
     T context,
     long remoteBase,
-    long remoteLength) {
+    long remoteLength,
+    boolean retryWrite) {
 
   /** The {@link #remoteLength()} of a request whose peer region has no advertised length. */
   public static final long UNKNOWN_LENGTH = Advertisement.UNKNOWN_LENGTH;
+
+  /**
+   * A request that leaves {@code retryWrite} off, the default: a write is posted at most once.
+   *
+   * @param clientId the client's identity
+   * @param peerAddress the peer's fabric address
+   * @param remoteKey the peer's remote key
+   * @param remoteAddress the remote address
+   * @param direction which way the bytes move
+   * @param checksum the checksum choice
+   * @param context the caller context
+   * @param remoteBase the advertised region's remote address
+   * @param remoteLength the advertised region's length, or {@link #UNKNOWN_LENGTH}
+   */
+  public TransferRequest(
+      long clientId,
+      byte[] peerAddress,
+      long remoteKey,
+      long remoteAddress,
+      Direction direction,
+      Checksum checksum,
+      T context,
+      long remoteBase,
+      long remoteLength) {
+    this(
+        clientId,
+        peerAddress,
+        remoteKey,
+        remoteAddress,
+        direction,
+        checksum,
+        context,
+        remoteBase,
+        remoteLength,
+        false);
+  }
 
   /**
    * Checks the required fields.
@@ -163,7 +212,31 @@ public record TransferRequest<T extends Operands>(
             value,
             context,
             remoteBase,
-            remoteLength);
+            remoteLength,
+            retryWrite);
+  }
+
+  /**
+   * This request with writes allowed to be posted again after a lost connection ({@link
+   * #retryWrite()}); reads are always allowed.
+   *
+   * @param value whether a write may be posted again
+   * @return a request equal to this one but for that choice
+   */
+  public TransferRequest<T> withRetryWrite(boolean value) {
+    return retryWrite == value
+        ? this
+        : new TransferRequest<>(
+            clientId,
+            peerAddress,
+            remoteKey,
+            remoteAddress,
+            direction,
+            checksum,
+            context,
+            remoteBase,
+            remoteLength,
+            value);
   }
 
   /**
@@ -222,7 +295,8 @@ public record TransferRequest<T extends Operands>(
         && checksum == that.checksum
         && context.equals(that.context)
         && remoteBase == that.remoteBase
-        && remoteLength == that.remoteLength;
+        && remoteLength == that.remoteLength
+        && retryWrite == that.retryWrite;
   }
 
   @Override
@@ -235,7 +309,8 @@ public record TransferRequest<T extends Operands>(
     hash = 31 * hash + checksum.hashCode();
     hash = 31 * hash + context.hashCode();
     hash = 31 * hash + Long.hashCode(remoteBase);
-    return 31 * hash + Long.hashCode(remoteLength);
+    hash = 31 * hash + Long.hashCode(remoteLength);
+    return 31 * hash + Boolean.hashCode(retryWrite);
   }
 
   @Override
@@ -257,6 +332,7 @@ public record TransferRequest<T extends Operands>(
         + (remoteLength == UNKNOWN_LENGTH
             ? ""
             : ", remoteBase=0x" + Long.toHexString(remoteBase) + ", remoteLength=" + remoteLength)
+        + (retryWrite ? ", retryWrite=true" : "")
         + "]";
   }
 
@@ -275,6 +351,7 @@ public record TransferRequest<T extends Operands>(
     private long remoteLength = UNKNOWN_LENGTH;
     private Direction direction = Direction.TO_PEER;
     private Checksum checksum = Checksum.NONE;
+    private boolean retryWrite;
 
     private Builder(T context) {
       this.context = context;
@@ -365,6 +442,18 @@ public record TransferRequest<T extends Operands>(
     }
 
     /**
+     * Sets whether a write may be posted again after its connection was lost ({@link
+     * TransferRequest#retryWrite()}); off by default.
+     *
+     * @param value whether a write may be posted again
+     * @return this builder
+     */
+    public Builder<T> retryWrite(boolean value) {
+      this.retryWrite = value;
+      return this;
+    }
+
+    /**
      * Builds the request.
      *
      * @return the request
@@ -380,7 +469,8 @@ public record TransferRequest<T extends Operands>(
           checksum,
           context,
           remoteBase,
-          remoteLength);
+          remoteLength,
+          retryWrite);
     }
   }
 }

@@ -121,6 +121,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
       Pending<T> pending = completion.context();
       try {
         pending.outcome = completion.outcome();
+        pending.posts = completion.posts();
         try {
           executor.execute(pending);
         } catch (RejectedExecutionException rejected) {
@@ -153,7 +154,8 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
             request.checksum(),
             pending,
             request.remoteBase(),
-            request.remoteLength());
+            request.remoteLength(),
+            request.retryWrite());
     return switch (inner.offer(wrapped)) {
       case ACCEPTED -> pending.future;
       case FULL ->
@@ -243,6 +245,9 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
     /** Set by the fabric worker or checksum pool before {@link #run} is handed to the executor. */
     @Nullable Outcome outcome;
 
+    /** The completion's post count, set with {@link #outcome}. */
+    int posts;
+
     Pending(T context) {
       this.context = context;
     }
@@ -253,7 +258,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
       if (ended instanceof Outcome.Failed(DmaException error)) {
         future.completeExceptionally(error);
       } else {
-        future.complete(new Completion<>(context, ended));
+        future.complete(new Completion<>(context, ended, posts));
       }
     }
 

@@ -230,7 +230,9 @@ public interface FabricEndpoint extends AutoCloseable {
    * slots are open and free, every peer handle is invalid (insert peers again), and registrations
    * stay valid. The local address may change: read {@link #localAddress()} again.
    *
-   * @throws DmaException when reopening fails; the endpoint is then unusable and must be closed
+   * @throws DmaException when closing the transport failed (the provider may still touch what was
+   *     posted: the worker then shuts the service down rather than deliver those operations as
+   *     discarded) or reopening fails; the endpoint is then unusable and must be closed
    * @throws UnsupportedOperationException when this endpoint cannot be reset (the default)
    */
   default void reset() {
@@ -247,6 +249,10 @@ public interface FabricEndpoint extends AutoCloseable {
   /**
    * Closes the endpoint and everything it opened, in an order that never closes a parent with
    * children open. Idempotent. Registrations still open are closed too.
+   *
+   * @throws DmaException after closing everything it could, when the provider refused to close the
+   *     transport, so that it may still touch the operands of posted operations (the worker then
+   *     says so in their failures)
    */
   @Override
   void close();

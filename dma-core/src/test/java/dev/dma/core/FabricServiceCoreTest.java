@@ -27,6 +27,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The fabric worker run by dma-core's own suite, over {@link LoopbackTestEndpoint}: bytes land,
@@ -231,5 +232,32 @@ class FabricServiceCoreTest {
     assertTrue(service.submit(TransferRequest.write(1, ad, source)));
     assertTrue(take().outcome().isDone());
     assertEquals(-1, target.mismatch(source.segment()));
+  }
+
+  @Test
+  @Timeout(30)
+  void aResetWhoseEndpointCloseFailsDeliversNothingAsDiscardedAndSaysTheOperandMayBeTouched()
+      throws Exception {
+    start(
+        DmaConfiguration.builder()
+            .maxInFlight(8)
+            .completionDeadline(Duration.ofMillis(300))
+            .build());
+    endpoint.failTransportClose();
+    Advertisement hole = endpoint.advertisementFor(LoopbackTestEndpoint.BLACK_HOLE_KEY);
+    assertTrue(service.submit(TransferRequest.write(9, hole, pattern(0, SLICE))));
+    Completion<Buffer> failed = take();
+    DmaException error = failed.outcome().error();
+    // Not "discarded by a reset": the provider never confirmed it stopped, and the service said
+    // so rather than hand the operand back as safe.
+    assertTrue(
+        error.getMessage().startsWith("the provider could not be closed while this transfer was"),
+        error.getMessage());
+    assertEquals(DmaException.TargetMemory.MAY_HAVE_CHANGED, error.targetMemory());
+    assertEquals(1, failed.posts());
+    assertEquals(1, endpoint.resets());
+    assertEquals(1, endpoint.posted(), "the op was dropped as if the reset had discarded it");
+    assertFalse(service.isRunning(), "the service went on over an endpoint it could not reset");
+    assertEquals(0, service.outstanding());
   }
 }

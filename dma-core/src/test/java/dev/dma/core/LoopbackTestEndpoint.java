@@ -2,6 +2,7 @@ package dev.dma.core;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.Availability;
 import dev.dma.spi.CompletionSink;
@@ -240,11 +241,25 @@ class LoopbackTestEndpoint implements FabricEndpoint {
   @Override
   public void progress() {}
 
-  /** Discards every posted op without a completion, as a transport reopen does. */
+  // When set, closing the transport fails, as a provider's fi_close(ep) may: reset and close throw.
+  private boolean transportCloseFails;
+
+  /** Makes every later reset and close fail as if the provider refused to close the transport. */
+  synchronized void failTransportClose() {
+    transportCloseFails = true;
+  }
+
+  /**
+   * Discards every posted op without a completion, as a transport reopen does; or, after {@link
+   * #failTransportClose()}, throws, keeping them posted.
+   */
   @Override
   public synchronized void reset() {
-    posted.clear();
     resets++;
+    if (transportCloseFails) {
+      throw new DmaException(DmaException.Kind.FABRIC, "fi_close(ep): Device or resource busy");
+    }
+    posted.clear();
   }
 
   @Override
@@ -255,5 +270,8 @@ class LoopbackTestEndpoint implements FabricEndpoint {
   @Override
   public synchronized void close() {
     closes++;
+    if (transportCloseFails) {
+      throw new DmaException(DmaException.Kind.FABRIC, "fi_close(ep): Device or resource busy");
+    }
   }
 }

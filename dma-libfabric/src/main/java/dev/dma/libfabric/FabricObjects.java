@@ -267,11 +267,23 @@ final class FabricObjects {
   /**
    * Closes the endpoint, then its completion queue and address vector (children before parents),
    * each only if it was opened; a failed close is logged and the next object is still closed.
+   *
+   * @return null, or the failure of {@code fi_close(ep)}: the provider may then still be working on
+   *     the endpoint's posted operations
    */
-  void closeTransport() {
-    ep = closeLogged("fi_close(ep)", ep);
+  @Nullable String closeTransport() {
+    String endpointFailure = null;
+    if (ep != 0) {
+      int rc = Native.close(ep);
+      ep = 0;
+      if (rc != 0) {
+        endpointFailure = Native.failure("fi_close(ep)", rc);
+        LOG.log(System.Logger.Level.ERROR, endpointFailure);
+      }
+    }
     cq = closeLogged("fi_close(cq)", cq);
     av = closeLogged("fi_close(av)", av);
+    return endpointFailure;
   }
 
   /**

@@ -708,6 +708,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * a retry aborts the process. Native memory (slots, scratch) is freed last, after {@code
    * fi_close(ep)}, because the provider may write an operation's context until then.
    */
+  // The failure of fi_close(ep) in a reset, which close() then reports (and keeps the slab for).
+  private @Nullable String resetCloseFailure;
+
   @Override
   public void close() {
     if (closed) {
@@ -718,11 +721,35 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     // inserts or posts to this name.
     objects.markSelfClosed();
     registrations.closeAll();
-    objects.closeTransport();
+    String endpointFailure = objects.closeTransport();
+    if (endpointFailure == null) {
+      endpointFailure = resetCloseFailure;
+    }
     objects.closeDomain();
     slots = 0;
     peers.clear();
+    if (endpointFailure != null) {
+      // The provider may still write op contexts into the slab: leave it to the arena's owner
+      // (the slab is shared-arena memory kept alive rather than freed under a live provider).
+      throw closeFailed(endpointFailure);
+    }
     arena.close();
+  }
+
+  /**
+   * The failure of a close or reset whose {@code fi_close(ep)} failed: everything else was still
+   * closed, but the provider may be working on what was posted.
+   */
+  private static DmaException closeFailed(String endpointFailure) {
+    return new DmaException(
+        DmaException.Kind.FABRIC,
+        DmaException.Reason.PROVIDER,
+        endpointFailure
+            + ": the endpoint was closed with everything under it, but the provider may still"
+            + " touch the operands of what was posted",
+        0,
+        0,
+        null);
   }
 
   /**
@@ -754,9 +781,13 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    *       undefined.
    * </ul>
    *
-   * Closing the endpoint is the one state in which no provider can still touch an operand.
+   * Closing the endpoint is the one state in which no provider can still touch an operand. So when
+   * {@code fi_close(ep)} fails the endpoint is not reopened: it is closed whole (domain and fabric
+   * too) and the reset throws, and the worker shuts the service down, failing what was posted with
+   * a text that says the provider may still touch their operands.
    *
-   * @throws DmaException when reopening fails; the endpoint is then closed
+   * @throws DmaException when closing the endpoint or reopening it fails; the endpoint is then
+   *     closed
    */
   @Override
   public void reset() {
@@ -764,7 +795,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     // As in close(): the old endpoint's region goes with fi_close(ep); the reopened endpoint
     // registers its own (new) name.
     objects.markSelfClosed();
-    objects.closeTransport();
+    String endpointFailure = objects.closeTransport();
+    if (endpointFailure != null) {
+      resetCloseFailure = endpointFailure;
+      // Throws closeFailed, after closing everything but the slab.
+      close();
+    }
     queueHead = 0;
     queueSize = 0;
     Arrays.fill(queuedMessage, null);

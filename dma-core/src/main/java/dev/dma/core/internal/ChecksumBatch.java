@@ -43,10 +43,17 @@ final class ChecksumBatch<T> {
    * Holds a reaped transfer for the next flush.
    *
    * @param error its failure (delivered as is, with no checksum), or null for a success
+   * @param posts how many times it was posted, for its completion
    * @param wire its {@code dma.wire} span, the parent of {@code dma.checksum}, or null
    */
-  void add(T context, MemorySegment operand, long lengthBytes, DmaException error, Span wire) {
-    batch.add(new Checksummed<>(context, operand, lengthBytes, error, wire, telemetry));
+  void add(
+      T context,
+      MemorySegment operand,
+      long lengthBytes,
+      DmaException error,
+      int posts,
+      Span wire) {
+    batch.add(new Checksummed<>(context, operand, lengthBytes, error, posts, wire, telemetry));
   }
 
   /** The transfers held. */
@@ -78,18 +85,19 @@ final class ChecksumBatch<T> {
       MemorySegment operand,
       long lengthBytes,
       DmaException error,
+      int posts,
       Span wire,
       WorkerTelemetry telemetry) {
     Completion<T> toCompletion() {
       if (error != null) {
-        return new Completion<>(context, Outcome.failed(error));
+        return new Completion<>(context, Outcome.failed(error), posts);
       }
       MemorySegment bytes =
           operand.byteSize() == lengthBytes ? operand : operand.asSlice(0, lengthBytes);
       Span span = telemetry.checksumSpan(wire, lengthBytes);
       try {
         return new Completion<>(
-            context, TransferDone.withChecksum(lengthBytes, Checksums.crc32c(bytes)));
+            context, TransferDone.withChecksum(lengthBytes, Checksums.crc32c(bytes)), posts);
       } finally {
         if (span != null) {
           span.end();
@@ -120,7 +128,8 @@ final class ChecksumBatch<T> {
                           "checksum failed: " + unreadable,
                           0,
                           0,
-                          unreadable)));
+                          unreadable)),
+                  checksummed.posts());
         }
         done.add(completion);
       }

@@ -31,7 +31,11 @@ final class CompletionDeadline {
   // Ops that passed the completion deadline and are still in a slot: waiting for their flushed
   // completion (removalFlushes) or for the endpoint reset that discards them.
   private int expiredInFlight;
+  // When the flush grace of the expired ops still in flight ends; armed by the first of them, and
+  // never pushed back by later ones, so a steady trickle of expiring ops cannot postpone the reset
+  // for ever.
   private long flushDeadlineNs;
+  private boolean flushArmed;
 
   /**
    * The bookkeeping for one deadline.
@@ -63,9 +67,9 @@ final class CompletionDeadline {
     nextScanNs = now + scanIntervalNs;
   }
 
-  /** Whether an op posted at {@code postedAtNs} has passed the deadline. */
-  boolean passed(long now, long postedAtNs) {
-    return now - postedAtNs >= deadlineNs;
+  /** Whether an op posted no later than {@code postedByNs} has passed the deadline. */
+  boolean passed(long now, long postedByNs) {
+    return now - postedByNs >= deadlineNs;
   }
 
   /** Counts an op the scan just found past the deadline, still in its slot. */
@@ -75,31 +79,35 @@ final class CompletionDeadline {
 
   /** Counts an expired op that left its slot by its (late or flushed) completion. */
   void expiredReaped() {
-    expiredInFlight--;
+    if (--expiredInFlight <= 0) {
+      expiredInFlight = 0;
+      flushArmed = false;
+    }
   }
 
   /** Forgets every expired op: an endpoint reset has just discarded them all. */
   void endpointReset() {
     expiredInFlight = 0;
+    flushArmed = false;
   }
 
   /**
    * After a scan, why the endpoint must be reset now, or null when it need not (yet). Without a
    * flushing removal, any expired op still posted needs the reset; with one, its flushed completion
-   * gets {@link #FLUSH_GRACE_NS} from the scan that first found an op expired, then the reset comes
-   * anyway.
+   * gets {@link #FLUSH_GRACE_NS} from the scan that first found an op expired (later expiries do
+   * not extend it), then the reset comes anyway.
    *
-   * @param expiredNow whether this scan found a newly expired op
    * @param removalFlushes whether the provider flushes a removed peer's posted ops
    */
-  String resetReason(long now, boolean expiredNow, boolean removalFlushes) {
+  String resetReason(long now, boolean removalFlushes) {
     if (expiredInFlight == 0) {
       return null;
     }
     if (!removalFlushes) {
       return "a transfer passed the completion deadline";
     }
-    if (expiredNow) {
+    if (!flushArmed) {
+      flushArmed = true;
       flushDeadlineNs = now + FLUSH_GRACE_NS;
       return null;
     }

@@ -85,10 +85,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private static final Thread NO_ARENA_OWNER = Thread.ofPlatform().unstarted(() -> {});
 
   /**
-   * How many times a transfer is posted again after its connection was reset under it (an endpoint
-   * reset, or a connection-level error completion) before it fails: RMA writes and reads are
-   * idempotent for the target's buffer, so a retry is safe, and two are enough for the one teardown
-   * another transfer's bad key causes on tcp;ofi_rxm.
+   * How many times a transfer is posted again after its connection was lost under it before it
+   * fails: two are enough for the one teardown another transfer's bad key causes on tcp;ofi_rxm.
+   * Which transfers may be posted again at all is {@link #mayPostAgain}.
    */
   static final int MAX_RETRIES = 2;
 
@@ -186,7 +185,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     this.completionDeadline = new CompletionDeadline(completionDeadline);
     this.addressChanged = addressChanged;
     this.backoff = new Backoff(channel);
-    this.now = ticker.nanoTime();
+    readClock();
     // A stale incarnation leaves the address vector only when its holders' ops are done, as every
     // other removal does.
     peers.deferRemovalWhile(clientId -> clients.get(clientId) != null);
@@ -275,7 +274,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       // the deadlines compare against it, so it lags real time by at most CLOCK_PASSES busy
       // passes (microseconds), never by a park.
       if ((++passes & (CLOCK_PASSES - 1)) == 0) {
-        now = ticker.nanoTime();
+        readClock();
       }
 
       int posted = postPass();
@@ -339,7 +338,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
           // Only after a real block: a resubmitting completer (a closed loop) leaves a message
           // every time, and a clock read per transfer there cost a sixth of it (JMH, fake).
           if (channel.park()) {
-            now = ticker.nanoTime();
+            readClock();
           }
         }
         // Work in flight or stalled on -FI_EAGAIN, and nothing moved: spin for the completion
@@ -347,7 +346,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         // silent does not cost a core.
         case YIELD, SPIN -> {
           if (backoff.idle()) {
-            now = ticker.nanoTime();
+            readClock();
           }
         }
         case CONTINUE -> backoff.reset();
@@ -355,11 +354,30 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
   }
 
+  /** {@link Op#postedByNs} of an op no deadline scan has seen since its post. */
+  private static final long NOT_SCANNED = Long.MIN_VALUE;
+
   /** Passes between two reads of the clock; a power of two. */
   static final int CLOCK_PASSES = 64;
 
+  /** Recent clock readings kept for {@link #postedNoLaterThan}; a power of two. */
+  static final int CLOCK_RING = 1024;
+
   /** The coarse clock: the ticker's last reading (see the loop). */
   private long now;
+
+  // Each reading of the clock starts an epoch; the ring holds the readings of the last
+  // CLOCK_RING epochs, indexed by epoch, so the end of the epoch a post was made in bounds its
+  // time from above.
+  private int clockEpoch;
+  private final long[] clockReadings = new long[CLOCK_RING];
+
+  /** Reads the clock into {@link #now}, starting a new epoch. */
+  private void readClock() {
+    long reading = ticker.nanoTime();
+    now = reading;
+    clockReadings[++clockEpoch & (CLOCK_RING - 1)] = reading;
+  }
 
   private int passes;
 
@@ -416,8 +434,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     } catch (DmaException error) {
       refuseAtIntake(context, error);
       return;
-    } catch (RuntimeException callerBug) {
-      // The caller's source() or allocate() threw: that fails this transfer only.
+    } catch (Throwable callerBug) {
+      // The caller's source() or allocate() threw, an Error included (allocate() running out of
+      // direct memory throws OutOfMemoryError): that fails this transfer only, and the worker
+      // keeps serving every other.
       refuseAtIntake(
           context,
           new DmaException(
@@ -454,6 +474,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.stalled = false;
     op.expired = false;
     op.retries = 0;
+    op.posts = 0;
     op.parent = parent;
     op.client = clientFor(request.clientId());
     op.client.outstanding++;
@@ -474,7 +495,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private void refuseAtIntake(T context, DmaException error) {
     releaseOutstanding();
     telemetry.refused(error);
-    completions.add(new Completion<>(context, Outcome.failed(error)));
+    completions.add(new Completion<>(context, Outcome.failed(error), 0));
   }
 
   private Client clientFor(long clientId) {
@@ -515,7 +536,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       int code;
       try {
         code = post(op);
-      } catch (RuntimeException setupFailure) {
+      } catch (Throwable setupFailure) {
+        // Any Throwable: an Error from the caller's cacheableSpan() (met while leasing) or from
+        // the provider fails this transfer only; rethrowing would strand every other one.
         failPostThrew(op, setupFailure);
         continue;
       }
@@ -570,7 +593,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * exception (a provider bug) still finishes it, since it is in neither the queue nor a slot now
    * and nothing else would ever complete it.
    */
-  private void failPostThrew(Op<T> op, RuntimeException thrown) {
+  private void failPostThrew(Op<T> op, Throwable thrown) {
     failUnposted(
         op,
         thrown instanceof DmaException setupFailure
@@ -633,7 +656,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       // closed, so a concurrent invalidate cannot pull it out from under the descriptor just
       // handed to the provider.
       op.slot = slot;
-      op.postedAtNs = now;
+      op.posts++;
+      // Not yet seen by a deadline scan: the first scan after the post stamps it with the clock
+      // reading that followed it (see checkDeadlines), so the coarse clock's lag can never make
+      // it expire early.
+      op.postedEpoch = clockEpoch;
+      op.postedByNs = NOT_SCANNED;
       // A later retry's progress deadline counts from its own first refusal.
       op.stalled = false;
       slots[slot] = op;
@@ -713,13 +741,30 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private boolean postAgainAfterConnectionLoss(Op<T> op, int errno) {
     if (op.expired
         || !isConnectionLevel(errno)
-        || op.retries >= MAX_RETRIES
+        || !mayPostAgain(op, true)
         || (!deadPeers.isEmpty() && deadPeers.get(op.client.id) != null)) {
       return false;
     }
     retry(op, "connection reset");
     pending.addFirst(op);
     return true;
+  }
+
+  /**
+   * Whether an op whose post was lost may be posted again: a read always (it writes no remote
+   * memory, and its earlier post can no longer write the landing buffer: the provider failed it, or
+   * the reset closed dma's endpoint), a write only after a connection-level error completion and
+   * only when its request allows it ({@link TransferRequest#retryWrite()}). After an endpoint reset
+   * a write is never posted again: the old connection may still deliver its bytes, later than the
+   * repost's and so perhaps over newer ones. Either way at most {@link #MAX_RETRIES} times.
+   *
+   * @param connectionLost true for a connection-level error completion, false for a reset
+   */
+  private static boolean mayPostAgain(Op<?> op, boolean connectionLost) {
+    if (op.retries >= MAX_RETRIES) {
+      return false;
+    }
+    return isRead(op.request) || (connectionLost && op.request.retryWrite());
   }
 
   /** Counts a retry of an op whose post is being abandoned; the caller queues it again. */
@@ -768,18 +813,33 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    */
   private void finishReaped(Op<T> op, DmaException error) {
     TransferRequest<T> request = op.request;
+    if (error != null) {
+      error = whatItLeft(op, error);
+    }
     if (telemetry.on) {
       telemetry.reaped(op, isRead(request), op.lengthBytes, error);
     }
     if (request.checksum() == Checksum.CRC32C) {
       // Handed over before accountFinished recycles the op and clears its spans.
-      checksums.add(request.context(), op.operand, op.lengthBytes, error, op.wire);
+      checksums.add(request.context(), op.operand, op.lengthBytes, error, op.posts, op.wire);
       accountFinished(op);
     } else {
       Outcome outcome = error == null ? done(op.lengthBytes) : Outcome.failed(error);
+      int posts = op.posts;
       accountFinished(op);
-      completions.add(new Completion<>(request.context(), outcome));
+      completions.add(new Completion<>(request.context(), outcome, posts));
     }
+  }
+
+  /**
+   * The failure of {@code op} saying what it may have left at the peer: a write that was ever
+   * posted may land later ({@link DmaException.TargetMemory#MAY_HAVE_CHANGED}), whatever ended it;
+   * a read, or a write never posted, changed nothing there.
+   */
+  private static DmaException whatItLeft(Op<?> op, DmaException error) {
+    return op.posts > 0 && !isRead(op.request)
+        ? error.withTargetMemory(DmaException.TargetMemory.MAY_HAVE_CHANGED)
+        : error;
   }
 
   /**
@@ -801,9 +861,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    */
   private void failUnposted(Op<T> op, DmaException error) {
     TransferRequest<T> request = op.request;
+    // Never posted this time, but an earlier post (before a lost connection) may still land.
+    error = whatItLeft(op, error);
     telemetry.failedUnposted(isRead(request), error);
+    int posts = op.posts;
     accountFinished(op);
-    completions.add(new Completion<>(request.context(), Outcome.failed(error)));
+    completions.add(new Completion<>(request.context(), Outcome.failed(error), posts));
   }
 
   /** Accounts one finished op (reaped, or failed before posting) and recycles it. */
@@ -867,13 +930,23 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * never on the timer alone: until then the provider may still write its operand.
    */
   private void checkDeadlines() {
-    boolean expiredNow = false;
+    // The deadline judges the provider, not the worker's absence: after a stall (a GC pause, a
+    // slow completer, no CPU) completions may be waiting in the queue for ops that look overdue.
+    // Reap them all first, then read the clock afresh.
+    reapEverythingWaiting();
+    readClock();
+    long scanNs = now;
     for (int slot = 0; slot < cap; slot++) {
       Op<T> op = slots[slot];
-      if (op != null && !op.expired && completionDeadline.passed(now, op.postedAtNs)) {
+      if (op == null || op.expired) {
+        continue;
+      }
+      if (op.postedByNs == NOT_SCANNED) {
+        op.postedByNs = postedNoLaterThan(op.postedEpoch);
+      }
+      if (completionDeadline.passed(scanNs, op.postedByNs)) {
         op.expired = true;
         completionDeadline.expired();
-        expiredNow = true;
         telemetry.completionDeadlinePassed();
         long clientId = op.client.id;
         if (deadPeers.get(clientId) == null) {
@@ -885,9 +958,43 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         }
       }
     }
-    String resetReason = completionDeadline.resetReason(now, expiredNow, endpoint.removalFlushes());
+    String resetReason = completionDeadline.resetReason(now, endpoint.removalFlushes());
     if (resetReason != null) {
       resetEndpoint(resetReason);
+    }
+  }
+
+  /**
+   * A time no earlier than a post made in clock epoch {@code epoch}: the reading that ended that
+   * epoch, or, when the ring no longer holds it, the oldest reading it holds (later, so safe: the
+   * deadline may fire late by up to the ring's span, never early). The coarse clock itself is no
+   * bound: it was read before the post, by up to {@link #CLOCK_PASSES} passes, and a worker
+   * descheduled on a loaded machine made that 170 ms.
+   */
+  private long postedNoLaterThan(int epoch) {
+    int age = clockEpoch - epoch;
+    int next = age < CLOCK_RING ? epoch + 1 : clockEpoch - (CLOCK_RING - 1);
+    return clockReadings[next & (CLOCK_RING - 1)];
+  }
+
+  /**
+   * Reaps until the completion queue has nothing more, at most one full window plus one batch: a
+   * provider that keeps producing cannot hold the scan for ever.
+   */
+  private void reapEverythingWaiting() {
+    int budget = cap + TARGET_COMPLETIONS;
+    while (budget > 0) {
+      int reaped;
+      try {
+        reaped = endpoint.reap(this, TARGET_COMPLETIONS);
+      } catch (DmaException error) {
+        warnings.warn("completion queue read failed: " + error.getMessage());
+        return;
+      }
+      if (reaped < TARGET_COMPLETIONS) {
+        return;
+      }
+      budget -= reaped;
     }
   }
 
@@ -957,24 +1064,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       } else if (dead != null) {
         finishReaped(op, dead);
         failed++;
-      } else if (op.retries < MAX_RETRIES) {
+      } else if (mayPostAgain(op, false)) {
         retry(op, "endpoint reset");
         again.addLast(op);
         retried++;
       } else {
-        finishReaped(
-            op,
-            new DmaException(
-                DmaException.Kind.TRANSFER,
-                DmaException.Reason.ENDPOINT_RESET,
-                "the endpoint was reset while this transfer was posted ("
-                    + why
-                    + "), after "
-                    + op.retries
-                    + " retries; submitting it again is safe",
-                0,
-                0,
-                null));
+        finishReaped(op, resetError(op, why));
         failed++;
       }
     }
@@ -1005,6 +1100,23 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
             + " peers inserted again");
   }
 
+  /** The failure of an op that a reset took and that is not posted again. */
+  private static DmaException resetError(Op<?> op, String why) {
+    String text =
+        isRead(op.request)
+            ? "the endpoint was reset while this read was posted ("
+                + why
+                + "), after "
+                + op.retries
+                + " retries; submitting it again is safe"
+            : "the endpoint was reset while this write was posted ("
+                + why
+                + "); it may still land, whole or in part, so submit it again only if a late"
+                + " landing of these bytes is harmless";
+    return new DmaException(
+        DmaException.Kind.TRANSFER, DmaException.Reason.ENDPOINT_RESET, text, 0, 0, null);
+  }
+
   // Shutdown: the endpoint closes first, then whatever the worker still holds fails.
 
   /**
@@ -1026,10 +1138,15 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     } catch (RuntimeException e) {
       LOG.log(Level.WARNING, "clearing the peer table failed", e);
     }
+    // Whether the provider may still be live for what is posted: its close failed, so it may
+    // not have stopped touching their operands. They still complete (every transfer gets its
+    // completion, and the caller is not left waiting for ever), but their failure says so.
+    String closeFailure = null;
     try {
       endpoint.close();
     } catch (RuntimeException e) {
-      LOG.log(Level.WARNING, "closing the endpoint failed", e);
+      closeFailure = String.valueOf(e.getMessage());
+      LOG.log(Level.ERROR, "closing the endpoint failed; the provider may still be live", e);
     }
     List<Completion<T>> leftover = new ArrayList<>(completions);
     completions.clear();
@@ -1038,16 +1155,27 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       if (op != null) {
         slots[slot] = null;
         DmaException error =
-            closeTimedOut && failure == null
+            closeFailure != null
                 ? new DmaException(
-                    DmaException.Kind.TRANSFER,
-                    DmaException.Reason.CLOSED,
-                    "the service closed before this transfer completed: the close timeout"
-                        + " passed with it posted",
+                    DmaException.Kind.FABRIC,
+                    DmaException.Reason.PROVIDER,
+                    "the provider could not be closed while this transfer was posted ("
+                        + closeFailure
+                        + "): it may still read or write the operand, so neither reuse nor free"
+                        + " it",
                     0,
                     0,
-                    null)
-                : goneError(failure);
+                    failure)
+                : closeTimedOut && failure == null
+                    ? new DmaException(
+                        DmaException.Kind.TRANSFER,
+                        DmaException.Reason.CLOSED,
+                        "the service closed before this transfer completed: the close timeout"
+                            + " passed with it posted",
+                        0,
+                        0,
+                        null)
+                    : goneError(failure);
         if (telemetry.on) {
           // Posted, so its spans are open: end them with the failure, and count it.
           telemetry.reaped(op, isRead(op.request), op.lengthBytes, error);
@@ -1097,7 +1225,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       op.lease.release();
       op.lease = null;
     }
-    return new Completion<>(context, Outcome.failed(error));
+    return new Completion<>(context, Outcome.failed(whatItLeft(op, error)), op.posts);
   }
 
   @SuppressWarnings("unchecked")
@@ -1111,7 +1239,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         return List.of(
             new Completion<>(
                 (T) request.context(),
-                Outcome.failed(DmaException.fabric(DmaException.Reason.CLOSED, WORKER_GONE))));
+                Outcome.failed(DmaException.fabric(DmaException.Reason.CLOSED, WORKER_GONE)),
+                0));
       }
       case Commands.AddPeer add -> add.reply().abandon();
       case Commands.Pin pin -> pin.reply().abandon();
@@ -1138,8 +1267,13 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     boolean expired;
     // Posts abandoned to a reset or a torn-down connection so far.
     int retries;
-    // When it was posted, on the worker's ticker; the completion deadline counts from here.
-    long postedAtNs;
+    // Times it was handed to the provider; a failed write ever posted may still land.
+    int posts;
+    // No earlier than its post, on the worker's ticker: the first deadline scan after the post
+    // stamps it (NOT_SCANNED until then); the completion deadline counts from here.
+    long postedByNs;
+    // The coarse clock's epoch when it was posted; bounds its post time for the first scan.
+    int postedEpoch;
     // When the provider first answered -FI_EAGAIN; the progress deadline counts from here.
     long stalledSinceNs;
   }

@@ -204,7 +204,7 @@ class CompletionDeadlineTest {
   }
 
   @Test
-  void opsOfHealthyClientsCaughtInTheResetArePostedAgainAndSucceed() throws Exception {
+  void writesOfHealthyClientsCaughtInTheResetFailSayingTheyMayHaveLanded() throws Exception {
     start(builder -> builder);
     holdStuck();
     assertTrue(service.submit(write(STUCK, stuckAd, pattern(100, 512, 1))));
@@ -221,10 +221,39 @@ class CompletionDeadlineTest {
 
     ticker.advance(Duration.ofMillis(1_101));
     List<Completion<Buffer>> both = recorder.take(2);
+    // A write caught by the reset is not posted again: the old connection may still deliver it
+    // after a repost had succeeded. It fails, saying it may have landed.
+    Completion<Buffer> notRetried =
+        both.stream().filter(c -> c.context().id == 7).findFirst().orElseThrow();
+    DmaException reset = error(notRetried);
+    assertEquals(Reason.ENDPOINT_RESET, reset.reason());
+    assertEquals(DmaException.TargetMemory.MAY_HAVE_CHANGED, reset.targetMemory());
+    assertEquals(1, notRetried.posts());
+    assertEquals(1, fabric.counters().resets());
+  }
+
+  @Test
+  void readsOfHealthyClientsCaughtInTheResetArePostedAgainAndSucceed() throws Exception {
+    start(builder -> builder);
+    holdStuck();
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(100, 512, 1))));
+    waitUntil(() -> fabric.script().heldCompletions() == 1);
+    ticker.advanceAndAwaitRead(Duration.ofSeconds(1));
+    liveMemory.asSlice(0, 2048).fill((byte) 0x3C);
+    fabric.script().holdCompletions();
+    Buffer landing = new Buffer(7, arena.allocate(2048));
+    assertTrue(service.submit(TransferRequest.read(LIVE, liveAd, 2048, landing)));
+    waitUntil(() -> fabric.script().heldCompletions() == 2);
+    fabric.script().stopHolding();
+    holdStuck();
+
+    ticker.advance(Duration.ofMillis(1_101));
+    List<Completion<Buffer>> both = recorder.take(2);
     Completion<Buffer> retried =
         both.stream().filter(c -> c.context().id == 7).findFirst().orElseThrow();
     assertTrue(retried.outcome().isDone(), () -> retried.outcome().error().toString());
-    assertEquals(Checksums.crc32c(caught.segment), Checksums.crc32c(liveMemory.asSlice(0, 2048)));
+    assertEquals(2, retried.posts());
+    assertEquals(Checksums.crc32c(liveMemory.asSlice(0, 2048)), Checksums.crc32c(landing.segment));
     assertEquals(1, fabric.counters().resets());
   }
 
@@ -318,29 +347,59 @@ class CompletionDeadlineTest {
   // ----------------------------------------------------------------- connection retries
 
   @Test
-  void aTransferWhoseConnectionWasTornDownUnderItIsPostedAgain() throws Exception {
+  void aWriteAllowedToRetryWhoseConnectionWasTornDownUnderItIsPostedAgain() throws Exception {
     start(builder -> builder);
     fabric.script().failNextOps(1, 107, 32, "Broken pipe");
     Buffer buffer = pattern(1, 4096, 2);
-    assertTrue(service.submit(write(LIVE, liveAd, buffer)));
+    assertTrue(service.submit(write(LIVE, liveAd, buffer).withRetryWrite(true)));
     Completion<Buffer> done = recorder.take();
     assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
+    assertEquals(2, done.posts());
     assertEquals(2, fabric.counters().posts());
     assertEquals(Checksums.crc32c(buffer.segment), Checksums.crc32c(liveMemory.asSlice(0, 4096)));
+  }
+
+  @Test
+  void aWriteIsNotPostedAgainByDefaultAndSaysItMayHaveLanded() throws Exception {
+    start(builder -> builder);
+    fabric.script().failNextOps(1, 107, 32, "Broken pipe");
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(1, 4096, 2))));
+    Completion<Buffer> failed = recorder.take();
+    DmaException error = error(failed);
+    assertEquals(Reason.PEER_UNREACHABLE, error.reason());
+    assertEquals(DmaException.TargetMemory.MAY_HAVE_CHANGED, error.targetMemory());
+    assertEquals(1, failed.posts());
+    assertEquals(1, fabric.counters().posts());
+  }
+
+  @Test
+  void aReadWhoseConnectionWasTornDownIsPostedAgainWithoutAsking() throws Exception {
+    start(builder -> builder);
+    liveMemory.asSlice(0, 512).fill((byte) 0x5A);
+    fabric.script().failNextOps(1, 107, 32, "Broken pipe");
+    Buffer landing = new Buffer(1, arena.allocate(512));
+    assertTrue(
+        service.submit(TransferRequest.read(LIVE, liveAd, 512, landing)), "the read was refused");
+    Completion<Buffer> done = recorder.take();
+    assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
+    assertEquals(2, done.posts());
+    assertEquals(Checksums.crc32c(liveMemory.asSlice(0, 512)), Checksums.crc32c(landing.segment));
   }
 
   @Test
   void retriesAreBoundedAndAFaultOfItsOwnIsNotRetried() throws Exception {
     start(builder -> builder);
     fabric.script().failNextOps(10, 107, 32, "Broken pipe");
-    assertTrue(service.submit(write(LIVE, liveAd, pattern(1, 64, 2))));
-    DmaException gaveUp = error(recorder.take());
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(1, 64, 2)).withRetryWrite(true)));
+    Completion<Buffer> gaveUpCompletion = recorder.take();
+    DmaException gaveUp = error(gaveUpCompletion);
     assertEquals(Reason.PEER_UNREACHABLE, gaveUp.reason());
     assertEquals(107, gaveUp.fabricErrno());
     assertEquals(3, fabric.counters().posts());
+    assertEquals(3, gaveUpCompletion.posts());
 
     fabric.script().clearFaults().failNextOps(1, 13, -13, "remote key rejected");
-    assertTrue(service.submit(write(LIVE, liveAd, pattern(2, 64, 2))));
+    assertTrue(service.submit(write(LIVE, liveAd, pattern(2, 64, 2)).withRetryWrite(true)));
     DmaException denied = error(recorder.take());
     assertEquals(Reason.ACCESS_DENIED, denied.reason());
     assertEquals(4, fabric.counters().posts());

@@ -287,7 +287,20 @@ public final class LocalRegions implements AutoCloseable {
   }
 
   private static CacheableSpan spanAround(Operands context, long address, long end) {
-    CacheableSpan span = context == null ? null : context.cacheableSpan();
+    CacheableSpan span;
+    try {
+      span = context == null ? null : context.cacheableSpan();
+    } catch (Throwable callerBug) {
+      // An Error included (the caller's code may run out of memory or stack): it fails this
+      // transfer only, as a bad operand would.
+      throw new DmaException(
+          DmaException.Kind.FABRIC,
+          DmaException.Reason.BAD_REQUEST,
+          "the caller context's cacheableSpan() threw: " + callerBug,
+          0,
+          0,
+          callerBug);
+    }
     if (span == null) {
       return null;
     }
