@@ -32,13 +32,26 @@ public final class Crc32c {
     return multiplyModP(powerOfXModP(secondLength, 3), first) ^ second;
   }
 
-  /** x^(2^k) modulo the polynomial, for k = 0..31 (reflected: bit 31 is x^0). */
-  private static final int[] X_TO_2_TO_THE = new int[32];
+  /**
+   * The largest k that {@link #powerOfXModP} asks for: its n is a positive long (at most 63 bits)
+   * and {@link #combine} starts at k = 3 (bytes to bits).
+   */
+  private static final int MAX_POWER = 3 + 63;
+
+  /**
+   * x^(2^k) modulo the polynomial, for k = 0..{@value #MAX_POWER} (reflected: bit 31 is x^0), each
+   * the square of the one before. zlib indexes its table with {@code k & 31}, which for its own
+   * polynomial may hold; for Castagnoli it does not: x^(2^31) = x, so x^(2^32) = x^2, not x (the
+   * squarings cycle with period 31, not 32). Reusing entry {@code k & 31} made every second range
+   * of 2^29 bytes or more combine wrong (a 1 GiB + 8 KiB striped write reported f630fb48 for
+   * a4be2534). Every entry is computed instead of relying on any cycle.
+   */
+  private static final int[] X_TO_2_TO_THE = new int[MAX_POWER + 1];
 
   static {
     int p = 1 << 30; // x^1
     X_TO_2_TO_THE[0] = p;
-    for (int n = 1; n < 32; n++) {
+    for (int n = 1; n <= MAX_POWER; n++) {
       p = multiplyModP(p, p);
       X_TO_2_TO_THE[n] = p;
     }
@@ -65,14 +78,14 @@ public final class Crc32c {
     }
   }
 
-  /** x^(n·2^k) modulo the polynomial. */
+  /** x^(n·2^k) modulo the polynomial, for n &gt; 0 and k + 63 &le; {@link #MAX_POWER}. */
   private static int powerOfXModP(long n, int k) {
     int p = 1 << 31; // x^0
     long remaining = n;
     int power = k;
     while (remaining != 0) {
       if ((remaining & 1) != 0) {
-        p = multiplyModP(X_TO_2_TO_THE[power & 31], p);
+        p = multiplyModP(X_TO_2_TO_THE[power], p);
       }
       remaining >>>= 1;
       power++;

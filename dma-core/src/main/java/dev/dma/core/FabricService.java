@@ -242,10 +242,41 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    * @return whether it was accepted, and if not, why
    */
   public Offer offer(TransferRequest<T> request) {
+    Offer room = takeRoom();
+    return room == Offer.ACCEPTED ? offerReserved(request) : room;
+  }
+
+  private Offer takeRoom() {
     if (outstanding.incrementAndGet() > maxOutstanding) {
       outstanding.decrementAndGet();
       return channel.isClosed() ? Offer.CLOSED : Offer.FULL;
     }
+    return Offer.ACCEPTED;
+  }
+
+  /**
+   * Takes room for one transfer without sending one: {@link Offer#ACCEPTED} when this service
+   * counts one more outstanding transfer, which the caller must then pass to {@link #offerReserved}
+   * or give back with {@link #release}; otherwise why not, and nothing is held. Lets {@link
+   * FabricServiceGroup} hold room for every chunk of a striped transfer before it asks the caller
+   * for an operand or posts any chunk, so a striped transfer is refused whole or not at all.
+   */
+  Offer reserve() {
+    // A closed service would take the room and refuse the chunk only once the operand is resolved;
+    // asking first lets the group place that chunk on another device.
+    return channel.isClosed() ? Offer.CLOSED : takeRoom();
+  }
+
+  /** Gives back room {@link #reserve} took and no transfer used. */
+  void release() {
+    outstanding.decrementAndGet();
+  }
+
+  /**
+   * Sends a transfer into room {@link #reserve} took: {@link Offer#ACCEPTED}, or {@link
+   * Offer#CLOSED} (the room given back) when the worker went away since.
+   */
+  Offer offerReserved(TransferRequest<T> request) {
     // With tracing installed the submitter's context rides along to parent the dma.wire span;
     // without it nothing extra is allocated.
     Object message = tracing ? new FabricWorker.Traced(request, Context.current()) : request;

@@ -57,7 +57,18 @@ import org.jspecify.annotations.Nullable;
  * once. The caller sees one transfer: exactly one {@link Completion} for its context, delivered
  * when <em>every</em> chunk has completed or failed (each bounded by its own device's progress
  * deadline), never earlier. It fails with the first chunk error to arrive; the others still run to
- * their end first, so no provider touches the operand once the completion is out.
+ * their end first, so no provider touches the operand once the completion is out. That failure
+ * keeps the chunk's kind and reason, names the request (its length and remote address) and the
+ * chunk, and for a write says whether any chunk was handed to a device: if one was, part of the
+ * target may have been written although the transfer failed.
+ *
+ * <p>A striped transfer is admitted whole. {@link #offer} first takes room for every chunk (FULL
+ * when some chunk finds none, with nothing asked of the context and nothing posted), then makes the
+ * worker's intake checks once for the whole request: the operand resolves, the whole transfer lies
+ * inside the advertised region ({@link TransferRequest#outOfBoundsReason}), and a checksummed
+ * operand is not in a confined arena. A request that fails them completes failed with {@code
+ * BAD_REQUEST} and the text an unstriped request would get, and no chunk is posted, so the target
+ * is untouched. Only then are the chunks offered, into the room already held.
  *
  * <p>A checksum covers the whole operand: each chunk is hashed on the checksum pool as it
  * completes, and the last one combines the chunks' CRC-32Cs with {@link Crc32c#combine} (about 40
@@ -66,18 +77,20 @@ import org.jspecify.annotations.Nullable;
  * last chunk's own hash. A striped transfer allocates its chunk requests and one aggregate; a
  * transfer below the threshold takes the allocation-free path unchanged.
  *
- * <p>To size a striped write, the group asks the context's {@link Operands#source()} on the
+ * <p>To size a striped write, the group asks the context's {@link Operands#source()} once, on the
  * submitting thread (the worker asks again when the write is not striped, so a source must answer
- * the same segment each time). A striped read asks {@link Operands#allocate(long)} once, on the
- * submitting thread; when that fails, the failed completion is delivered on the submitting thread.
- * {@link Operands#cacheableSpan()} may be asked by several workers at once for one striped
- * transfer.
+ * the same segment each time). A striped read asks {@link Operands#allocate(long)} exactly once per
+ * accepted request, on the submitting thread, and only once room for it is held: a read refused
+ * FULL was never asked, so its retry asks for the first time. {@link Operands#cacheableSpan()} may
+ * be asked by several workers at once for one striped transfer.
  *
  * <p>Threads: every method is thread-safe; {@link #submit} of a transfer that is not striped
  * allocates nothing and takes no lock. The completer runs on every device's worker and checksum
- * threads, possibly at once; the completion of a striped transfer runs on the thread that finished
- * its last chunk. Ownership: the group owns its services and pool; {@link #close()} closes them
- * all.
+ * threads, possibly at once. The completion of a striped transfer runs on the thread that finished
+ * its last chunk, or, when that would be the submitting thread (a refusal at intake, or every chunk
+ * done before {@link #offer} let go of the transfer), on a checksum-pool thread: never inside
+ * {@link #offer}, so a completer that takes the caller's locks or submits again cannot deadlock or
+ * recurse there. Ownership: the group owns its services and pool; {@link #close()} closes them all.
  *
  * @param <T> the caller context type
  */
@@ -268,22 +281,31 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
    * otherwise to the less loaded of two devices picked at random, and to any other device when that
    * one refuses. Never blocks for backpressure, as {@link FabricService#offer}.
    *
-   * <p>A striped transfer is accepted once its first chunk is; a later chunk that no device takes
-   * fails the whole transfer (once every accepted chunk has finished) with {@link
-   * DmaException.Reason#BACKPRESSURE} when some device was full, else {@link
-   * DmaException.Reason#CLOSED}.
+   * <p>A striped transfer is offered whole: room for every chunk is taken first, so {@link
+   * FabricService.Offer#FULL} or {@link FabricService.Offer#CLOSED} means nothing of it was asked
+   * of its context (no {@link Operands#allocate}) nor posted. Once accepted, a request the worker
+   * would refuse at intake (no operand, heap or short memory, outside the advertised region, a
+   * checksum over a confined arena) is refused whole, before any chunk is posted, with the text
+   * naming the request as submitted.
    *
    * @param request the transfer
-   * @return {@link FabricService.Offer#ACCEPTED} (exactly one completion follows); {@link
-   *     FabricService.Offer#FULL} when no device had room and one at least is running; {@link
+   * @return {@link FabricService.Offer#ACCEPTED} (exactly one completion follows, never on this
+   *     thread when striped); {@link FabricService.Offer#FULL} when no device had room (for a
+   *     striped transfer: for all its chunks) and one at least is running; {@link
    *     FabricService.Offer#CLOSED} when every worker is gone. A refused request stays the
    *     caller's.
    */
   public FabricService.Offer offer(TransferRequest<T> request) {
     if (stripeThresholdBytes > 0 && stripeChunks > 1) {
-      long length = stripeLength(request);
-      if (length >= stripeThresholdBytes) {
-        return offerStriped(request, length);
+      if (request.direction() instanceof Direction.FromPeer(long lengthBytes)) {
+        if (lengthBytes >= stripeThresholdBytes) {
+          return offerStriped(request, lengthBytes, null);
+        }
+      } else {
+        MemorySegment source = sourceOrNull(request.context());
+        if (source != null && source.byteSize() >= stripeThresholdBytes) {
+          return offerStriped(request, source.byteSize(), source);
+        }
       }
     }
     return offerWhole(request, choose());
@@ -301,37 +323,53 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     return offer(request) == FabricService.Offer.ACCEPTED;
   }
 
-  /** The transfer's length, or -1 when the source is missing (the worker then says why). */
-  private static long stripeLength(TransferRequest<?> request) {
-    if (request.direction() instanceof Direction.FromPeer(long lengthBytes)) {
-      return lengthBytes;
+  /**
+   * A write's source, to size it; null when there is none or asking threw. Either way the transfer
+   * is then not striped: the worker asks again and fails it with the usual text.
+   */
+  private static @Nullable MemorySegment sourceOrNull(Operands context) {
+    try {
+      return context.source();
+    } catch (RuntimeException callerBug) {
+      return null;
     }
-    MemorySegment source = request.context().source();
-    return source == null ? -1 : source.byteSize();
   }
 
-  private FabricService.Offer offerStriped(TransferRequest<T> request, long length) {
-    T context = request.context();
-    MemorySegment operand;
-    try {
-      operand = Operands.resolve(context, request.direction());
-    } catch (DmaException refused) {
-      if (request.direction() instanceof Direction.ToPeer) {
-        // Not striped after all: the worker resolves it again and fails it exactly as ever.
-        return offerWhole(request, choose());
-      }
-      // A read's landing buffer is allocated once: fail it here rather than ask again.
-      router.deliver(new Completion<>(context, Outcome.failed(refused)));
-      return FabricService.Offer.ACCEPTED;
-    }
+  /**
+   * Offers a striped transfer of {@code length} bytes; {@code source} is a write's source, asked
+   * once already, and null for a read.
+   *
+   * <p>The order is what makes it one transfer. First room for every chunk, so that FULL leaves
+   * nothing to undo: a read's {@code allocate} is asked only once the group will accept, so a
+   * caller's retry after FULL asks it for the first time, and an accepted request was asked exactly
+   * once. Then the whole-request checks the worker would make on an unstriped transfer, in the
+   * worker's order and with its texts, so that no chunk is posted for a request that would be
+   * refused. Then the chunks.
+   */
+  private FabricService.Offer offerStriped(
+      TransferRequest<T> request, long length, @Nullable MemorySegment source) {
     long chunkBytes = ceilDiv(ceilDiv(length, stripeChunks), STRIPE_ALIGNMENT) * STRIPE_ALIGNMENT;
     int count = (int) ceilDiv(length, chunkBytes);
     if (count < 2) {
       return offerWhole(request, choose());
     }
-    Stripe<T> stripe =
-        new Stripe<>(context, count, length, request.checksum() == Checksum.CRC32C, router);
-    int start = choose();
+    int[] placed = new int[count];
+    FabricService.Offer room = reserve(placed);
+    if (room != FabricService.Offer.ACCEPTED) {
+      return room;
+    }
+    // Accepted from here on: every outcome is the request's one completion.
+    MemorySegment operand;
+    try {
+      operand = checkWhole(request, length, source);
+    } catch (DmaException refused) {
+      for (int device : placed) {
+        array[device].release();
+      }
+      deliverOffThread(new Completion<>(request.context(), Outcome.failed(refused)));
+      return FabricService.Offer.ACCEPTED;
+    }
+    Stripe<T> stripe = new Stripe<>(request, count, length);
     for (int i = 0; i < count; i++) {
       long offset = i * chunkBytes;
       long size = Math.min(chunkBytes, length - offset);
@@ -351,30 +389,119 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
               chunk,
               request.remoteBase(),
               request.remoteLength());
-      FabricService.Offer offered = offerChunk(part, (start + i) % array.length);
-      if (offered != FabricService.Offer.ACCEPTED) {
-        if (i == 0) {
-          return offered; // nothing was accepted: the request is still the caller's
-        }
-        stripe.chunkDone(i, Outcome.failed(chunkRefused(offered, i, count)), null);
+      if (offerChunk(part, placed[i]) == FabricService.Offer.ACCEPTED) {
+        stripe.handedOver();
+      } else {
+        // Its room was held, so only a worker that went away since refuses it.
+        stripe.chunkDone(
+            i,
+            Outcome.failed(
+                DmaException.fabric(
+                    DmaException.Reason.CLOSED,
+                    FabricWorker.WORKER_GONE + ": device " + devices.get(placed[i]))));
       }
+    }
+    Completion<T> whole = stripe.submitted();
+    if (whole != null) {
+      // Every chunk finished (or was refused) before this thread let go of the stripe.
+      deliverOffThread(whole);
     }
     return FabricService.Offer.ACCEPTED;
   }
 
-  /** Why a striped transfer fails when a chunk after its first found no device to take it. */
-  private static DmaException chunkRefused(FabricService.Offer offered, int index, int count) {
-    return offered == FabricService.Offer.FULL
-        ? DmaException.fabric(
-            DmaException.Reason.BACKPRESSURE,
-            "no device had room for chunk "
-                + index
-                + " of "
-                + count
-                + " (max_pending transfers outstanding on each); retry the transfer")
-        : DmaException.fabric(
-            DmaException.Reason.CLOSED,
-            FabricWorker.WORKER_GONE + ": no device accepted chunk " + index + " of " + count);
+  /**
+   * Takes room for one chunk per slot of {@code placed}, each on device {@code start + i} or, when
+   * that one is full or gone, the next with room; fills in the devices. FULL or CLOSED (as {@link
+   * #offerWhole} answers them, for the first chunk that found no room) gives every room back.
+   */
+  private FabricService.Offer reserve(int[] placed) {
+    int start = choose();
+    for (int i = 0; i < placed.length; i++) {
+      FabricService.Offer answer = FabricService.Offer.CLOSED;
+      int device = -1;
+      for (int j = 0; j < array.length && device < 0; j++) {
+        int candidate = (start + i + j) % array.length;
+        FabricService.Offer room = array[candidate].reserve();
+        if (room == FabricService.Offer.ACCEPTED) {
+          device = candidate;
+        } else if (room == FabricService.Offer.FULL) {
+          answer = room;
+        }
+      }
+      if (device < 0) {
+        for (int k = 0; k < i; k++) {
+          array[placed[k]].release();
+        }
+        return answer;
+      }
+      placed[i] = device;
+    }
+    return FabricService.Offer.ACCEPTED;
+  }
+
+  /**
+   * The request's local operand, checked as the worker checks an unstriped one at intake and in the
+   * same order, so that a striped request fails with the same text it would unstriped: the operand
+   * resolves (a read's {@code allocate}, asked here and only here), the whole transfer lies inside
+   * the advertised region, and a checksummed operand is readable from a pool thread. Each chunk is
+   * checked again by its worker, which then always passes.
+   */
+  private static MemorySegment checkWhole(
+      TransferRequest<?> request, long length, @Nullable MemorySegment source) {
+    MemorySegment operand;
+    try {
+      // A write's source was asked once to size it; checking that segment asks no second time.
+      operand =
+          source != null
+              ? Operands.resolve(Operands.of(source), Direction.TO_PEER)
+              : Operands.resolve(request.context(), request.direction());
+    } catch (DmaException refused) {
+      throw refused;
+    } catch (RuntimeException callerBug) {
+      throw new DmaException(
+          DmaException.Kind.FABRIC,
+          DmaException.Reason.BAD_REQUEST,
+          "the caller context failed to supply its operand: " + callerBug,
+          DmaException.UNKNOWN_ERRNO,
+          DmaException.UNKNOWN_ERRNO,
+          callerBug);
+    }
+    String outside = request.outOfBoundsReason(length);
+    if (outside != null) {
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, outside);
+    }
+    if (request.checksum() == Checksum.CRC32C && !operand.isAccessibleBy(NO_ARENA_OWNER)) {
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, FabricWorker.CONFINED_CHECKSUM);
+    }
+    return operand;
+  }
+
+  /**
+   * A thread that owns no arena, since it never runs: an operand it may access is accessible from
+   * every thread (shared, global or automatic), a confined one is not. The worker's own test.
+   */
+  private static final Thread NO_ARENA_OWNER = Thread.ofPlatform().unstarted(() -> {});
+
+  /**
+   * Delivers a striped transfer's completion that the submitting thread would otherwise deliver (a
+   * refusal at intake, or the last chunk finished before the submitter let go): on a checksum pool
+   * thread, where checksummed completions are delivered anyway, so the completer never runs inside
+   * {@link #offer} (where it could re-enter the caller's locks or recurse into offer). A pool that
+   * is closing runs a job on the submitting thread; that job starts a thread of its own.
+   */
+  void deliverOffThread(Completion<T> completion) {
+    Thread submitter = Thread.currentThread();
+    pool.submit(
+        () -> {
+          if (Thread.currentThread() == submitter) {
+            Thread.ofPlatform()
+                .name("dma-stripe-completion")
+                .daemon(true)
+                .start(() -> router.deliver(completion));
+          } else {
+            router.deliver(completion);
+          }
+        });
   }
 
   /**
@@ -398,8 +525,8 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
   // A chunk rides a service typed for T: contexts are only ever used as Operands there, and the
   // router takes every Chunk out of the batches before the caller's completer sees them.
   @SuppressWarnings("unchecked")
-  private FabricService.Offer offerChunk(TransferRequest<Chunk> part, int first) {
-    return offerWhole((TransferRequest<T>) (TransferRequest<?>) part, first);
+  private FabricService.Offer offerChunk(TransferRequest<Chunk> part, int device) {
+    return array[device].offerReserved((TransferRequest<T>) (TransferRequest<?>) part);
   }
 
   private static long ceilDiv(long value, long divisor) {
@@ -653,54 +780,74 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
   /**
    * One striped transfer in flight: counts its chunks down, keeps the first error and every chunk's
    * CRC-32C. Chunks finish on several threads at once; the one that counts to zero builds the
-   * transfer's one completion. The counter's decrement publishes each chunk's CRC to it.
+   * transfer's one completion. The count starts one above the chunks: the submitting thread holds
+   * that share until it has offered every chunk, so no chunk finishing early can complete the
+   * transfer while it is still being offered, and the submitter learns when it let go last. The
+   * counter's decrements publish each chunk's CRC, and the submitter's tally, to whoever ends it.
    */
   static final class Stripe<T extends Operands> {
     final T context;
+    private final TransferRequest<T> request;
     private final AtomicInteger remaining;
-    private final AtomicReference<DmaException> firstError = new AtomicReference<>();
+    private final AtomicReference<ChunkError> firstError = new AtomicReference<>();
     private final int[] crcs;
     private final long[] lengths;
     private final long lengthBytes;
     private final boolean checksummed;
-    private final Router<T> router;
 
-    Stripe(T context, int chunks, long lengthBytes, boolean checksummed, Router<T> router) {
-      this.context = context;
-      this.remaining = new AtomicInteger(chunks);
+    /**
+     * Chunks a worker accepted; the submitting thread's alone until it calls {@link #submitted}.
+     */
+    private int handedOver;
+
+    Stripe(TransferRequest<T> request, int chunks, long lengthBytes) {
+      this.request = request;
+      this.context = request.context();
+      this.remaining = new AtomicInteger(chunks + 1);
       this.crcs = new int[chunks];
       this.lengths = new long[chunks];
       this.lengthBytes = lengthBytes;
-      this.checksummed = checksummed;
-      this.router = router;
+      this.checksummed = request.checksum() == Checksum.CRC32C;
+    }
+
+    /** The submitting thread: a worker accepted one more chunk. */
+    void handedOver() {
+      handedOver++;
+    }
+
+    /**
+     * The submitting thread: every chunk was offered. Answers the transfer's completion when every
+     * chunk had already finished, else null.
+     */
+    @Nullable Completion<T> submitted() {
+      return countDown();
     }
 
     /**
      * Records one chunk's end; answers the transfer's completion when it was the last, else null.
-     * With {@code out} null, delivers that completion itself.
      */
-    @Nullable Completion<T> chunkDone(
-        int index, Outcome outcome, @Nullable List<Completion<T>> out) {
+    @Nullable Completion<T> chunkDone(int index, Outcome outcome) {
+      // When Completion gains its posts count, sum the chunks' here for the whole transfer's.
       if (outcome instanceof TransferDone done) {
         crcs[index] = done.checksum().orElse(0);
         lengths[index] = done.bytes();
       } else {
-        firstError.compareAndSet(null, outcome.error());
+        firstError.compareAndSet(null, new ChunkError(index, outcome.error()));
       }
+      return countDown();
+    }
+
+    private @Nullable Completion<T> countDown() {
       if (remaining.decrementAndGet() != 0) {
         return null;
       }
-      Completion<T> completion = new Completion<>(context, aggregate());
-      if (out == null) {
-        router.deliver(completion);
-      }
-      return completion;
+      return new Completion<>(context, aggregate());
     }
 
     private Outcome aggregate() {
-      DmaException error = firstError.get();
+      ChunkError error = firstError.get();
       if (error != null) {
-        return Outcome.failed(error);
+        return Outcome.failed(failure(error));
       }
       if (!checksummed) {
         return TransferDone.of(lengthBytes);
@@ -711,7 +858,58 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       }
       return TransferDone.withChecksum(lengthBytes, crc);
     }
+
+    /**
+     * The request's failure, from its first chunk error: the chunk's kind, reason and error numbers
+     * (so {@code retryable()} is the chunk's), the text naming the request as submitted and the
+     * chunk, and what the target's memory may hold.
+     *
+     * <p>This is the one place that decides the last: a striped write whose chunks were handed to a
+     * worker may have landed in part even though the request failed. Once {@code DmaException} says
+     * so itself ({@code withTargetMemory}), set {@code MAY_HAVE_CHANGED} here exactly when {@code
+     * targetMayHaveChanged}, else {@code UNCHANGED}; and once completions count their posts, narrow
+     * it to chunks that were posted (a chunk its worker refused at intake never was).
+     */
+    private DmaException failure(ChunkError first) {
+      boolean write = request.direction() instanceof Direction.ToPeer;
+      int chunks = crcs.length;
+      boolean targetMayHaveChanged = write && handedOver > 0;
+      String memory;
+      if (!write) {
+        memory = "";
+      } else if (targetMayHaveChanged) {
+        memory =
+            "; "
+                + handedOver
+                + " of "
+                + chunks
+                + " chunks were handed to devices, so the target's memory may have changed";
+      } else {
+        memory = "; no chunk was posted, so the target's memory is unchanged";
+      }
+      DmaException cause = first.error();
+      return new DmaException(
+          cause.kind(),
+          cause.reason(),
+          (write ? "striped write of " : "striped read of ")
+              + lengthBytes
+              + " bytes at remote address "
+              + Long.toUnsignedString(request.remoteAddress())
+              + ", chunk "
+              + first.index()
+              + " of "
+              + chunks
+              + ": "
+              + cause.getMessage()
+              + memory,
+          cause.fabricErrno(),
+          cause.providerErrno(),
+          cause);
+    }
   }
+
+  /** The first chunk of a striped transfer to fail, and why. */
+  private record ChunkError(int index, DmaException error) {}
 
   /**
    * Every service's completer: passes batches without chunks straight to the caller's completer (no
@@ -742,7 +940,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
         if ((Object) each.context() instanceof Chunk chunk) {
           @SuppressWarnings("unchecked")
           Stripe<T> stripe = (Stripe<T>) chunk.stripe;
-          Completion<T> whole = stripe.chunkDone(chunk.index, each.outcome(), out);
+          Completion<T> whole = stripe.chunkDone(chunk.index, each.outcome());
           if (whole != null) {
             out.add(whole);
           }
@@ -755,7 +953,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       }
     }
 
-    /** Delivers one completion from a thread that is not a worker (the submitting thread). */
+    /** Delivers one completion outside a worker's batch (see {@link #deliverOffThread}). */
     void deliver(Completion<T> completion) {
       try {
         completer.complete(List.of(completion));

@@ -2,11 +2,17 @@ package dev.dma.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** {@link Crc32c#combine} against {@link CRC32C} over the concatenation. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class Crc32cTest {
   private static int crc(byte[] bytes, int offset, int length) {
     CRC32C crc = new CRC32C();
@@ -50,5 +56,97 @@ class Crc32cTest {
     assertEquals(0xE3069283, crc(digits, 0, 9));
     assertEquals(0xE3069283, Crc32c.combine(0xE3069283, 0, 0));
     assertEquals(0xE3069283, Crc32c.combine(crc(digits, 0, 4), crc(digits, 4, 5), 5));
+  }
+
+  /** Bit 29 of a length is the first whose power of x (8n = 2^32) leaves one table cycle. */
+  private static final long X = 4099;
+
+  private static final long[] LONG_LENGTHS = {1L << 29, (1L << 29) + X, 1L << 32, (1L << 32) + X};
+
+  /** CRC-32C of that many zero bytes, by the JDK over a zero buffer (independent of combine). */
+  private static final int[] ZEROS_CRC = {0x038d26c4, 0x07c38270, 0xf16177d2, 0xb9e32774};
+
+  /** CRC-32C of "123456789" followed by that many zero bytes, by the JDK. */
+  private static final int[] DIGITS_THEN_ZEROS_CRC = {
+    0xf8c1a4a0, 0xd14ae7f5, 0x4dd64a54, 0x7ca6f6f3
+  };
+
+  /**
+   * Second ranges of 2^29 bytes and more: the table of x^(2^k) used to wrap at k = 32 and reuse x
+   * for x^(2^32), which for Castagnoli is x^2. Zero bytes keep the direct CRC cheap (one pass of
+   * the JDK's intrinsic over 4 GiB, well under a second here); the first ranges are random splits
+   * of the same zeros and a short non-zero prefix, so the first CRC is never trivial.
+   */
+  @Test
+  void combiningSecondRangesOfTwoToThe29And32BytesAndBeyondMatchesTheDirectChecksum() {
+    Random random = new Random(29);
+    // Every length whose zeros' CRC the checks below need, filled in by one pass.
+    TreeMap<Long, Integer> zeros = new TreeMap<>();
+    long[][] splits = new long[LONG_LENGTHS.length][];
+    for (int t = 0; t < LONG_LENGTHS.length; t++) {
+      long total = LONG_LENGTHS[t];
+      zeros.put(total, 0);
+      splits[t] =
+          new long[] {
+            1,
+            total - 1,
+            1L << 28,
+            random.nextLong(1, total),
+            random.nextLong(1, total),
+            random.nextLong(total - (1L << 20), total)
+          };
+      for (long first : splits[t]) {
+        zeros.put(first, 0);
+        zeros.put(total - first, 0);
+      }
+    }
+    ByteBuffer buffer = ByteBuffer.allocateDirect(1 << 20);
+    CRC32C direct = new CRC32C();
+    long done = 0;
+    for (long length : zeros.keySet()) {
+      while (done < length) {
+        int step = (int) Math.min(buffer.capacity(), length - done);
+        direct.update(buffer.clear().limit(step));
+        done += step;
+      }
+      zeros.put(length, (int) direct.getValue());
+    }
+
+    byte[] digits = "123456789".getBytes(StandardCharsets.US_ASCII);
+    int digitsCrc = crc(digits, 0, digits.length);
+    for (int t = 0; t < LONG_LENGTHS.length; t++) {
+      long total = LONG_LENGTHS[t];
+      int whole = zeros.get(total);
+      assertEquals(ZEROS_CRC[t], whole, "the JDK's CRC of " + total + " zero bytes");
+      assertEquals(
+          DIGITS_THEN_ZEROS_CRC[t],
+          Crc32c.combine(digitsCrc, whole, total),
+          "\"123456789\" then " + total + " zero bytes");
+      for (long first : splits[t]) {
+        long second = total - first;
+        assertEquals(
+            whole,
+            Crc32c.combine(zeros.get(first), zeros.get(second), second),
+            total + " zero bytes split at " + first);
+      }
+    }
+  }
+
+  /** Lengths near the top of a long: every bit of the length has its own table entry. */
+  @Test
+  void combiningIsMultiplicativeForEveryBitOfTheLength() {
+    // With a zero second CRC, combine(c, 0, n) is c times x^(8n): appending a bytes and then b
+    // must equal appending a + b at once. That holds only when each table entry is the square of
+    // the one before, for lengths no direct CRC could reach (the old table wrapped at 2^32).
+    Random random = new Random(63);
+    for (int i = 0; i < 1000; i++) {
+      long a = random.nextLong(1, Long.MAX_VALUE / 2);
+      long b = random.nextLong(1, Long.MAX_VALUE / 2);
+      int c = random.nextInt();
+      assertEquals(
+          Crc32c.combine(c, 0, a + b),
+          Crc32c.combine(Crc32c.combine(c, 0, a), 0, b),
+          "a " + a + " b " + b);
+    }
   }
 }

@@ -10,12 +10,14 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.PassiveTarget;
+import dev.dma.core.internal.FabricWorker;
 import dev.dma.fake.FakeFabric;
 import dev.dma.fake.FiErrno;
 import dev.dma.fake.OpMatcher;
@@ -27,17 +29,22 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Striping in {@link FabricServiceGroup} on the fake: three services are three endpoints on one
  * fake fabric (three devices on one network, so each reaches the target; separate fake fabrics are
  * separate networks), and the script's initiator matchers fault or hold one device's chunks.
  */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
 class StripedGroupFakeTest {
   private static final AtomicInteger FABRICS = new AtomicInteger();
   private static final long THRESHOLD = 64 * 1024;
@@ -48,6 +55,10 @@ class StripedGroupFakeTest {
   private FakeFabric fabric;
   private Arena arena;
   private Collector<Buffer> completions;
+
+  /** Every thread the group's completer ran on. */
+  private final List<Thread> completerThreads = new CopyOnWriteArrayList<>();
+
   private FabricServiceGroup<Buffer> group;
   private PassiveTarget target;
   private Advertisement ad;
@@ -66,7 +77,11 @@ class StripedGroupFakeTest {
         DmaConfiguration.builder().providers("fake").interfaces(List.of(name, name, name)).build();
     group =
         FabricServiceGroup.<Buffer>builder(configuration)
-            .completer(completions)
+            .completer(
+                batch -> {
+                  completerThreads.add(Thread.currentThread());
+                  completions.complete(batch);
+                })
             .stripeThresholdBytes(THRESHOLD)
             .start();
     target =
@@ -160,15 +175,9 @@ class StripedGroupFakeTest {
     }
   }
 
-  /**
-   * The group answers backpressure as one service does: FULL once no device has room, and a striped
-   * transfer whose later chunk finds no room is accepted (its first chunk was) and then fails once,
-   * with BACKPRESSURE, after that first chunk finished.
-   */
-  @Test
-  void aFullGroupSaysFullAndAChunkWithNoRoomFailsItsTransferWithBackpressure() throws Exception {
+  /** A group of two devices with room for 2 transfers each (1 in flight + 1 pending). */
+  private FabricServiceGroup<Buffer> tightGroup(Collector<Buffer> tightCompletions) {
     String name = fabric.name();
-    // Two devices of room 2 each (1 in flight + 1 pending); held completions keep them taken.
     DmaConfiguration tightConfiguration =
         DmaConfiguration.builder()
             .providers("fake")
@@ -176,47 +185,126 @@ class StripedGroupFakeTest {
             .maxInFlight(1)
             .maxPending(1)
             .build();
+    return FabricServiceGroup.<Buffer>builder(tightConfiguration)
+        .completer(tightCompletions)
+        .stripeThresholdBytes(THRESHOLD)
+        .start();
+  }
+
+  /**
+   * The group answers backpressure as one service does, FULL once no device has room, and a striped
+   * transfer is admitted whole: FULL while its chunks do not all find room, even when its first
+   * would, with nothing of it posted; accepted once they do.
+   */
+  @Test
+  void aFullGroupSaysFullAndAStripedTransferIsRefusedUnlessEveryChunkHasRoom() throws Exception {
     Collector<Buffer> tightCompletions = new Collector<>();
-    try (FabricServiceGroup<Buffer> tight =
-        FabricServiceGroup.<Buffer>builder(tightConfiguration)
-            .completer(tightCompletions)
-            .stripeThresholdBytes(THRESHOLD)
-            .start()) {
+    try (FabricServiceGroup<Buffer> tight = tightGroup(tightCompletions)) {
       fabric.script().holdCompletions();
       MemorySegment small = arena.allocate(64);
       for (int i = 0; i < 3; i++) {
         assertEquals(FabricService.Offer.ACCEPTED, tight.offer(write(10 + i, small, i * 4096L)));
       }
       MemorySegment big = arena.allocate(2 * THRESHOLD, 4096);
-      // Two chunks: the first takes the last room, the second finds none.
-      assertEquals(FabricService.Offer.ACCEPTED, tight.offer(write(20, big, LENGTH)));
+      Patterns.fill(big, 20);
+      // Two chunks, one room left: refused whole, and the room it briefly held is given back.
+      assertEquals(FabricService.Offer.FULL, tight.offer(write(20, big, LENGTH)));
+      assertEquals(3, tight.outstanding(), "the refused stripe holds no room");
+      assertEquals(FabricService.Offer.ACCEPTED, tight.offer(write(13, small, 3 * 4096L)));
       assertEquals(FabricService.Offer.FULL, tight.offer(write(30, small, 0)));
       assertFalse(tight.submit(write(31, small, 0)));
-      assertEquals(0, tightCompletions.pending(), "the striped transfer waits for its first chunk");
+      await(() -> fabric.script().heldCompletions() == 2, "the two in-flight smalls are held");
+
+      fabric.script().stopHolding();
+      assertEquals(2, fabric.script().releaseCompletions());
+      Set<Integer> done = new HashSet<>();
+      for (Completion<Buffer> completion : tightCompletions.take(4)) {
+        assertTrue(completion.outcome().isDone(), () -> completion.outcome().toString());
+        done.add(completion.context().id());
+      }
+      assertEquals(Set.of(10, 11, 12, 13), done);
+      await(() -> tight.outstanding() == 0, "every transfer accounted for");
+      assertEquals(0, tightCompletions.pending(), "the refused stripe never completes");
+      assertEquals(
+          Checksums.crc32c(arena.allocate(2 * THRESHOLD)),
+          Checksums.crc32c(remote.asSlice(LENGTH, 2 * THRESHOLD)),
+          "nothing of the refused stripe landed");
+      // Room again: the caller's retry of the same request is accepted and lands.
+      assertEquals(FabricService.Offer.ACCEPTED, tight.offer(write(20, big, LENGTH)));
+      Completion<Buffer> striped = tightCompletions.take();
+      assertEquals(20, striped.context().id());
+      assertEquals(Checksums.crc32c(big), striped.outcome().done().checksum().orElseThrow());
+      assertEquals(Checksums.crc32c(big), Checksums.crc32c(remote.asSlice(LENGTH, 2 * THRESHOLD)));
+    }
+  }
+
+  /** A read context that counts its {@code allocate} calls and records the asking threads. */
+  private static final class CountingLanding implements Operands {
+    final AtomicInteger allocations = new AtomicInteger();
+    private final @Nullable MemorySegment landing;
+
+    CountingLanding(@Nullable MemorySegment landing) {
+      this.landing = landing;
+    }
+
+    @Override
+    public @Nullable MemorySegment allocate(long lengthBytes) {
+      allocations.incrementAndGet();
+      return landing;
+    }
+  }
+
+  /**
+   * A striped read asks {@code allocate} once per request: not when the group answers FULL, once
+   * when the caller's resubmission is accepted, never again by the chunks' workers.
+   */
+  @Test
+  void aStripedReadAllocatesExactlyOnceAcrossAFullRefusalAndItsResubmission() throws Exception {
+    Collector<Operands> tightCompletions = new Collector<>();
+    String name = fabric.name();
+    DmaConfiguration tightConfiguration =
+        DmaConfiguration.builder()
+            .providers("fake")
+            .interfaces(List.of(name, name))
+            .maxInFlight(1)
+            .maxPending(1)
+            .build();
+    try (FabricServiceGroup<Operands> tight =
+        FabricServiceGroup.<Operands>builder(tightConfiguration)
+            .completer(tightCompletions)
+            .stripeThresholdBytes(THRESHOLD)
+            .start()) {
+      fabric.script().holdCompletions();
+      MemorySegment small = arena.allocate(64);
+      for (int i = 0; i < 3; i++) {
+        Advertisement at =
+            new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + i * 4096L);
+        assertEquals(
+            FabricService.Offer.ACCEPTED,
+            tight.offer(TransferRequest.write(1, at, Operands.of(small))));
+      }
+      MemorySegment source = remote.asSlice(LENGTH, 2 * THRESHOLD);
+      Patterns.fill(source, 33);
+      MemorySegment landing = arena.allocate(2 * THRESHOLD, 4096);
+      CountingLanding context = new CountingLanding(landing);
+      Advertisement from =
+          new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress() + LENGTH);
+      TransferRequest<Operands> read =
+          TransferRequest.<Operands>read(1, from, 2 * THRESHOLD, context)
+              .withChecksum(Checksum.CRC32C);
+      assertEquals(FabricService.Offer.FULL, tight.offer(read));
+      assertEquals(0, context.allocations.get(), "a refused striped read was never asked");
 
       fabric.script().stopHolding();
       fabric.script().releaseCompletions();
-      Set<Integer> done = new HashSet<>();
-      DmaException striped = null;
-      for (Completion<Buffer> completion : tightCompletions.take(4)) {
-        if (completion.context().id() == 20) {
-          striped = completion.outcome().error();
-        } else {
-          assertTrue(completion.outcome().isDone(), () -> completion.outcome().toString());
-          done.add(completion.context().id());
-        }
-      }
-      assertEquals(Set.of(10, 11, 12), done);
-      assertTrue(striped != null, "the striped transfer completed once");
-      assertEquals(DmaException.Reason.BACKPRESSURE, striped.reason());
-      assertTrue(
-          striped.getMessage().startsWith("no device had room for chunk 1 of 2"),
-          striped.getMessage());
-      await(() -> tight.outstanding() == 0, "every chunk accounted for");
-      assertEquals(0, tightCompletions.pending(), "one completion per transfer");
-      // Room again: the group accepts.
-      assertEquals(FabricService.Offer.ACCEPTED, tight.offer(write(40, small, 0)));
-      assertTrue(tightCompletions.take().outcome().isDone());
+      tightCompletions.take(3);
+      await(() -> tight.outstanding() == 0, "room again");
+      assertEquals(FabricService.Offer.ACCEPTED, tight.offer(read));
+      Completion<Operands> completion = tightCompletions.take();
+      assertEquals(context, completion.context());
+      assertEquals(Checksums.crc32c(source), completion.outcome().done().checksum().orElseThrow());
+      assertEquals(Checksums.crc32c(source), Checksums.crc32c(landing));
+      assertEquals(1, context.allocations.get(), "allocate asked once for the accepted request");
     }
   }
 
@@ -250,6 +338,23 @@ class StripedGroupFakeTest {
     DmaException error = failed.outcome().error();
     assertEquals(DmaException.Kind.TRANSFER, error.kind());
     assertTrue(error.getMessage().contains("chunk one broke"), error.getMessage());
+    // Chunk i rides device (start + i) mod 3 for a random start, so which chunk broke varies.
+    assertTrue(
+        error
+            .getMessage()
+            .matches(
+                "striped write of "
+                    + LENGTH
+                    + " bytes at remote address "
+                    + Long.toUnsignedString(ad.remoteAddress())
+                    + ", chunk [0-2] of 3: .*"),
+        error.getMessage());
+    assertTrue(
+        error
+            .getMessage()
+            .endsWith(
+                "3 of 3 chunks were handed to devices, so the target's memory may have changed"),
+        error.getMessage());
     assertNothingMore();
   }
 
@@ -297,5 +402,103 @@ class StripedGroupFakeTest {
           Checksums.crc32c(locals[id]), Checksums.crc32c(remote.asSlice(id * LENGTH, LENGTH)));
     }
     assertNothingMore();
+  }
+
+  /**
+   * A striped write past the advertised end is refused whole at intake: BAD_REQUEST with the text
+   * an unstriped request gets, naming the request (its length and remote address) and the bounds,
+   * not a chunk; no chunk is posted and the target is untouched, though its first chunks fit.
+   */
+  @Test
+  void aStripedWritePastTheAdvertisedEndIsRefusedWholeAndWritesNothing() throws Exception {
+    long advertised = 1024 * 1024;
+    long length = advertised + advertised / 2;
+    Patterns.fill(remote, 77);
+    int before = Checksums.crc32c(remote);
+    Advertisement bounded =
+        new Advertisement(ad.address(), ad.remoteKey(), ad.remoteAddress(), advertised);
+    MemorySegment local = arena.allocate(length, 4096);
+    Patterns.fill(local, 78);
+    TransferRequest<Buffer> request =
+        TransferRequest.write(1, bounded, new Buffer(40, local)).withChecksum(Checksum.CRC32C);
+    assertEquals(FabricService.Offer.ACCEPTED, group.offer(request));
+    Completion<Buffer> refused = completions.take();
+    assertEquals(40, refused.context().id());
+    // Every chunk has finished once the completion is out: anything posted has landed by now.
+    assertEquals(before, Checksums.crc32c(remote), "the target is untouched");
+    DmaException error = refused.outcome().error();
+    assertEquals(DmaException.Reason.BAD_REQUEST, error.reason());
+    assertEquals(request.outOfBoundsReason(length), error.getMessage());
+    assertTrue(
+        error
+            .getMessage()
+            .startsWith(
+                "transfer of "
+                    + length
+                    + " bytes at remote address "
+                    + Long.toUnsignedString(ad.remoteAddress())
+                    + " lies outside the advertised region of "
+                    + advertised
+                    + " bytes"),
+        error.getMessage());
+    assertNothingMore();
+    assertEquals(0, opsOn(0) + opsOn(1) + opsOn(2), "no chunk reached the fabric");
+    assertFalse(
+        completerThreads.contains(Thread.currentThread()),
+        "the refusal was delivered inline, on the submitting thread");
+  }
+
+  /**
+   * A striped read whose landing buffer is heap memory, and a checksummed striped write over a
+   * confined arena, are refused whole with the worker's own texts: no chunk posted, the target
+   * untouched, the refusal delivered off the submitting thread.
+   */
+  @Test
+  void operandRefusalsOfAStripedTransferAreWholeAndNeverDeliveredOnTheSubmitter() throws Exception {
+    Patterns.fill(remote, 81);
+    int before = Checksums.crc32c(remote);
+    MemorySegment heap = MemorySegment.ofArray(new byte[(int) (2 * THRESHOLD)]);
+    assertEquals(FabricService.Offer.ACCEPTED, group.offer(read(50, heap, 0)));
+    DmaException heapRefused = completions.take().outcome().error();
+    assertEquals(DmaException.Reason.BAD_REQUEST, heapRefused.reason());
+    assertTrue(heapRefused.getMessage().contains("heap segment"), heapRefused.getMessage());
+
+    try (Arena confined = Arena.ofConfined()) {
+      MemorySegment local = confined.allocate(2 * THRESHOLD, 4096);
+      Patterns.fill(local, 82);
+      assertEquals(FabricService.Offer.ACCEPTED, group.offer(write(51, local, 0)));
+      Completion<Buffer> refused = completions.take();
+      assertEquals(51, refused.context().id());
+      assertEquals(DmaException.Reason.BAD_REQUEST, refused.outcome().error().reason());
+      assertEquals(FabricWorker.CONFINED_CHECKSUM, refused.outcome().error().getMessage());
+    }
+    assertNothingMore();
+    assertEquals(0, opsOn(0) + opsOn(1) + opsOn(2), "no chunk reached the fabric");
+    assertEquals(before, Checksums.crc32c(remote), "the target is untouched");
+    assertFalse(
+        completerThreads.contains(Thread.currentThread()),
+        "a refusal was delivered inline, on the submitting thread");
+  }
+
+  /**
+   * The completer never runs on the thread that offered a striped transfer, whatever the order in
+   * which its chunks finish: many small stripes, some finishing before offer returns.
+   */
+  @Test
+  void aStripedCompletionNeverRunsOnTheSubmittingThread() throws Exception {
+    MemorySegment local = arena.allocate(THRESHOLD, 4096);
+    Patterns.fill(local, 90);
+    int transfers = 200;
+    for (int t = 0; t < transfers; t++) {
+      assertTrue(group.submit(write(t, local, (t % 4) * THRESHOLD)));
+    }
+    for (Completion<Buffer> each : completions.take(transfers)) {
+      assertTrue(each.outcome().isDone(), () -> each.outcome().toString());
+    }
+    assertNothingMore();
+    assertFalse(completerThreads.isEmpty());
+    assertFalse(
+        completerThreads.contains(Thread.currentThread()),
+        "a completion ran inside offer on the submitting thread");
   }
 }
