@@ -388,17 +388,17 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
               request.checksum(),
               chunk,
               request.remoteBase(),
-              request.remoteLength());
-      if (offerChunk(part, placed[i]) == FabricService.Offer.ACCEPTED) {
-        stripe.handedOver();
-      } else {
+              request.remoteLength(),
+              request.retryWrite());
+      if (offerChunk(part, placed[i]) != FabricService.Offer.ACCEPTED) {
         // Its room was held, so only a worker that went away since refuses it.
         stripe.chunkDone(
             i,
             Outcome.failed(
                 DmaException.fabric(
                     DmaException.Reason.CLOSED,
-                    FabricWorker.WORKER_GONE + ": device " + devices.get(placed[i]))));
+                    FabricWorker.WORKER_GONE + ": device " + devices.get(placed[i]))),
+            0);
       }
     }
     Completion<T> whole = stripe.submitted();
@@ -790,15 +790,14 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     private final TransferRequest<T> request;
     private final AtomicInteger remaining;
     private final AtomicReference<ChunkError> firstError = new AtomicReference<>();
+    // The chunks' posts, summed: the transfer's Completion.posts, and whether a write may have
+    // changed the target.
+    private final AtomicInteger posts = new AtomicInteger();
+    private final AtomicInteger chunksPosted = new AtomicInteger();
     private final int[] crcs;
     private final long[] lengths;
     private final long lengthBytes;
     private final boolean checksummed;
-
-    /**
-     * Chunks a worker accepted; the submitting thread's alone until it calls {@link #submitted}.
-     */
-    private int handedOver;
 
     Stripe(TransferRequest<T> request, int chunks, long lengthBytes) {
       this.request = request;
@@ -808,11 +807,6 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       this.lengths = new long[chunks];
       this.lengthBytes = lengthBytes;
       this.checksummed = request.checksum() == Checksum.CRC32C;
-    }
-
-    /** The submitting thread: a worker accepted one more chunk. */
-    void handedOver() {
-      handedOver++;
     }
 
     /**
@@ -826,8 +820,11 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     /**
      * Records one chunk's end; answers the transfer's completion when it was the last, else null.
      */
-    @Nullable Completion<T> chunkDone(int index, Outcome outcome) {
-      // When Completion gains its posts count, sum the chunks' here for the whole transfer's.
+    @Nullable Completion<T> chunkDone(int index, Outcome outcome, int chunkPosts) {
+      if (chunkPosts > 0) {
+        posts.addAndGet(chunkPosts);
+        chunksPosted.incrementAndGet();
+      }
       if (outcome instanceof TransferDone done) {
         crcs[index] = done.checksum().orElse(0);
         lengths[index] = done.bytes();
@@ -841,7 +838,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       if (remaining.decrementAndGet() != 0) {
         return null;
       }
-      return new Completion<>(context, aggregate());
+      return new Completion<>(context, aggregate(), posts.get());
     }
 
     private Outcome aggregate() {
@@ -864,47 +861,56 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
      * (so {@code retryable()} is the chunk's), the text naming the request as submitted and the
      * chunk, and what the target's memory may hold.
      *
-     * <p>This is the one place that decides the last: a striped write whose chunks were handed to a
-     * worker may have landed in part even though the request failed. Once {@code DmaException} says
-     * so itself ({@code withTargetMemory}), set {@code MAY_HAVE_CHANGED} here exactly when {@code
-     * targetMayHaveChanged}, else {@code UNCHANGED}; and once completions count their posts, narrow
-     * it to chunks that were posted (a chunk its worker refused at intake never was).
+     * <p>This is the one place that decides the last: a striped write any of whose chunks was
+     * posted may have landed in part even though the request failed ({@link
+     * DmaException.TargetMemory#MAY_HAVE_CHANGED}); one none of whose chunks was posted (refused
+     * whole, or every chunk refused at its worker's intake) changed nothing.
      */
     private DmaException failure(ChunkError first) {
       boolean write = request.direction() instanceof Direction.ToPeer;
       int chunks = crcs.length;
-      boolean targetMayHaveChanged = write && handedOver > 0;
+      int posted = chunksPosted.get();
+      boolean targetMayHaveChanged = write && posted > 0;
       String memory;
       if (!write) {
         memory = "";
       } else if (targetMayHaveChanged) {
         memory =
             "; "
-                + handedOver
+                + posted
                 + " of "
                 + chunks
-                + " chunks were handed to devices, so the target's memory may have changed";
+                + " chunks were posted, so the target's memory may have changed";
       } else {
         memory = "; no chunk was posted, so the target's memory is unchanged";
       }
       DmaException cause = first.error();
-      return new DmaException(
-          cause.kind(),
-          cause.reason(),
-          (write ? "striped write of " : "striped read of ")
-              + lengthBytes
-              + " bytes at remote address "
-              + Long.toUnsignedString(request.remoteAddress())
-              + ", chunk "
-              + first.index()
-              + " of "
-              + chunks
-              + ": "
-              + cause.getMessage()
-              + memory,
-          cause.fabricErrno(),
-          cause.providerErrno(),
-          cause);
+      return withTarget(
+          targetMayHaveChanged,
+          new DmaException(
+              cause.kind(),
+              cause.reason(),
+              (write ? "striped write of " : "striped read of ")
+                  + lengthBytes
+                  + " bytes at remote address "
+                  + Long.toUnsignedString(request.remoteAddress())
+                  + ", chunk "
+                  + first.index()
+                  + " of "
+                  + chunks
+                  + ": "
+                  + cause.getMessage()
+                  + memory,
+              cause.fabricErrno(),
+              cause.providerErrno(),
+              cause));
+    }
+
+    private static DmaException withTarget(boolean mayHaveChanged, DmaException error) {
+      return error.withTargetMemory(
+          mayHaveChanged
+              ? DmaException.TargetMemory.MAY_HAVE_CHANGED
+              : DmaException.TargetMemory.UNCHANGED);
     }
   }
 
@@ -940,7 +946,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
         if ((Object) each.context() instanceof Chunk chunk) {
           @SuppressWarnings("unchecked")
           Stripe<T> stripe = (Stripe<T>) chunk.stripe;
-          Completion<T> whole = stripe.chunkDone(chunk.index, each.outcome());
+          Completion<T> whole = stripe.chunkDone(chunk.index, each.outcome(), each.posts());
           if (whole != null) {
             out.add(whole);
           }

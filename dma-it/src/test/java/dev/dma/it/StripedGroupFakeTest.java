@@ -352,9 +352,9 @@ class StripedGroupFakeTest {
     assertTrue(
         error
             .getMessage()
-            .endsWith(
-                "3 of 3 chunks were handed to devices, so the target's memory may have changed"),
+            .endsWith("3 of 3 chunks were posted, so the target's memory may have changed"),
         error.getMessage());
+    assertEquals(DmaException.TargetMemory.MAY_HAVE_CHANGED, error.targetMemory());
     assertNothingMore();
   }
 
@@ -428,6 +428,7 @@ class StripedGroupFakeTest {
     assertEquals(before, Checksums.crc32c(remote), "the target is untouched");
     DmaException error = refused.outcome().error();
     assertEquals(DmaException.Reason.BAD_REQUEST, error.reason());
+    assertEquals(DmaException.TargetMemory.UNCHANGED, error.targetMemory());
     assertEquals(request.outOfBoundsReason(length), error.getMessage());
     assertTrue(
         error
