@@ -256,7 +256,7 @@ abstract class ConformanceSuite {
     }
     start.countDown();
     for (Thread thread : threads) {
-      thread.join();
+      assertTrue(thread.join(Duration.ofSeconds(60)), "a submitting client did not finish");
     }
     int[] readChecksums = new int[clients];
     for (int c = 0; c < clients; c++) {

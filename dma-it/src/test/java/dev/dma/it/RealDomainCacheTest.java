@@ -17,6 +17,7 @@ import dev.dma.core.internal.regions.Registration;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -154,15 +155,19 @@ class RealDomainCacheTest {
                   }));
     }
     // The worker re-registers (it owns the domain); reclaims run from this thread meanwhile.
-    for (int round = 0; round < 60; round++) {
-      registry.invalidate(memory.address(), memory.address() + memory.byteSize());
-      for (CacheableSpan span : spans) {
-        regions.lease(span.base(), 64, spanning(span)).release();
+    try {
+      for (int round = 0; round < 60; round++) {
+        registry.invalidate(memory.address(), memory.address() + memory.byteSize());
+        for (CacheableSpan span : spans) {
+          regions.lease(span.base(), 64, spanning(span)).release();
+        }
       }
-    }
-    stop.set(true);
-    for (Thread reader : readers) {
-      reader.join();
+    } finally {
+      // Also when a round failed: the readers would otherwise spin for the rest of the run.
+      stop.set(true);
+      for (Thread reader : readers) {
+        assertTrue(reader.join(Duration.ofSeconds(30)), "a reader did not stop");
+      }
     }
     assertTrue(leased.get() > 0);
     regions.close();

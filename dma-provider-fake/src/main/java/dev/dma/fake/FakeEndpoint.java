@@ -60,6 +60,11 @@ import org.jspecify.annotations.Nullable;
  * errno 14. Error completions carry the exact message of {@link FiErrno#completionMessage(int, int,
  * String)}.
  *
+ * <p>The local bytes of an op move by raw address, unless they lie in an operand a test {@linkplain
+ * FakeFabric#watchOperand watches}: then they move through that segment, and touching it after its
+ * arena closed (the test closes it when the completion is delivered) is recorded in {@link
+ * FakeFabric#operandViolations()} instead of touching freed memory.
+ *
  * <p>Completions come out of {@link #reap} in the order they were queued (or newest first, as
  * {@linkplain FakeScript#completionOrder scripted}); a slot is free again once its completion was
  * delivered.
@@ -368,6 +373,7 @@ public final class FakeEndpoint implements FabricEndpoint {
         throw new IllegalStateException("reset on a closed endpoint");
       }
       counts.increment(Counts.RESETS);
+      checkPostedStillOwned("reset");
       counts.add(Counts.OPS_DISCARDED_BY_RESET, slots.discardAll());
       completions.clear();
       peers.removeAll();
@@ -612,7 +618,8 @@ public final class FakeEndpoint implements FabricEndpoint {
           remoteAddress,
           remoteKey,
           registrationId,
-          target);
+          target,
+          fabric.watchedOperand(localAddress, lengthBytes));
       counts.increment(Counts.POSTS);
       counts.increment(write ? Counts.WRITES : Counts.READS);
       if (fault != null) {
@@ -696,7 +703,12 @@ public final class FakeEndpoint implements FabricEndpoint {
     }
     if (length > 0) {
       long remoteBytes = region.base + region.offset(remote);
-      if (write) {
+      MemorySegment operand = slots.operand[slot];
+      if (operand != null) {
+        if (!copyWatched(slot, operand, remoteBytes)) {
+          return;
+        }
+      } else if (write) {
         Memory.copy(slots.local[slot], remoteBytes, length);
       } else {
         Memory.copy(remoteBytes, slots.local[slot], length);
@@ -704,6 +716,67 @@ public final class FakeEndpoint implements FabricEndpoint {
     }
     counts.add(write ? Counts.BYTES_WRITTEN : Counts.BYTES_READ, length);
     slots.done[slot] = true;
+  }
+
+  /**
+   * Moves a watched operand's bytes through its segment, so the JDK's liveness check, not a raw
+   * address, stands between the fake and memory freed on delivery: a copy after the arena closed
+   * throws here (and a close racing the copy cannot free the memory under it). Such a copy is
+   * recorded and fails the op.
+   *
+   * @return whether the bytes moved
+   */
+  private boolean copyWatched(int slot, MemorySegment operand, long remoteBytes) {
+    boolean write = slots.write[slot];
+    long length = slots.lengthBytes[slot];
+    long offset = slots.local[slot] - operand.address();
+    try {
+      if (write) {
+        MemorySegment.copy(operand, offset, Memory.ALL, remoteBytes, length);
+      } else {
+        MemorySegment.copy(Memory.ALL, remoteBytes, operand, offset, length);
+      }
+      return true;
+    } catch (IllegalStateException released) {
+      fabric.operandViolation(
+          counts,
+          describe(slot)
+              + (write ? " read its source" : " wrote its landing buffer")
+              + " after the operand was released (its transfer's completion was delivered): "
+              + released.getMessage());
+      slots.fail(slot, FiErrno.EIO, -FiErrno.EIO, "the local operand was released");
+      // Recorded once: reap, reset or close need not report the same op again.
+      slots.operand[slot] = null;
+      return false;
+    }
+  }
+
+  /**
+   * Records a posted op whose watched operand was already released while the provider still owned
+   * the op: its completion reached the caller before the provider had let go of the memory.
+   */
+  private void checkStillOwned(int slot, String when) {
+    MemorySegment operand = slots.operand[slot];
+    if (operand != null && !operand.scope().isAlive()) {
+      fabric.operandViolation(
+          counts,
+          describe(slot)
+              + "'s operand was released (its transfer's completion was delivered) while the"
+              + " provider still owned the op, found at "
+              + when);
+    }
+  }
+
+  private String describe(int slot) {
+    return "op #"
+        + slots.index[slot]
+        + " ("
+        + (slots.write[slot] ? "write" : "read")
+        + " of "
+        + slots.lengthBytes[slot]
+        + " bytes in slot "
+        + slot
+        + ")";
   }
 
   /** Checks, as the op completes, that nobody but the provider wrote into its context. */
@@ -760,6 +833,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       boolean newestFirst = script.order == FakeScript.CompletionOrder.NEWEST_FIRST;
       for (int i = 0; i < count; i++) {
         int slot = completions.takeReady(newestFirst);
+        checkStillOwned(slot, "reap");
         if (slots.scribbled[slot]) {
           checkContext(slot);
         }
@@ -925,6 +999,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       closed = true;
       counts.add(Counts.OPS_IN_FLIGHT_AT_CLOSE, slots.inFlight);
+      checkPostedStillOwned("close");
       registrations.closeAll();
       for (Region region : List.copyOf(exposed)) {
         region.closeUnlocked();
@@ -945,6 +1020,14 @@ public final class FakeEndpoint implements FabricEndpoint {
   }
 
   // ----------------------------------------------------------------------------------- helpers
+
+  private void checkPostedStillOwned(String when) {
+    for (int slot = 0; slot < slots.count; slot++) {
+      if (slots.state[slot] == OpSlots.POSTED) {
+        checkStillOwned(slot, when);
+      }
+    }
+  }
 
   byte[] addressUnsafe() {
     return address;

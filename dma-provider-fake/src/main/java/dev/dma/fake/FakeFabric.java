@@ -1,6 +1,7 @@
 package dev.dma.fake;
 
 import dev.dma.api.DmaException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -32,6 +33,20 @@ import org.jspecify.annotations.Nullable;
  * }
  * }</pre>
  *
+ * <h2>Watched operands: nothing touched after delivery</h2>
+ *
+ * dma promises that once a transfer's completion reached the caller, success or failure, nothing
+ * touches its local operand again. A test holds the fake to that with {@link
+ * #watchOperand(MemorySegment)}: it allocates each operand from an arena of its own, watches it,
+ * and closes that arena in its {@link dev.dma.api.BatchCompleter} when the completion arrives. The
+ * fake then moves a watched operand's bytes through the segment itself, so an access after the
+ * arena closed fails inside the fake instead of touching freed memory, and it records every such
+ * access, and every op still owned by the provider when its operand was released, in {@link
+ * #operandViolations()} (and in {@link FakeCounters#violations()}). The truth is the caller's: the
+ * arena closes exactly when the completion is delivered, whichever worker, pool or group delivered
+ * it, and the fake checks against that at every point where it touches or lets go of an operand (a
+ * post's landing, a held or awaiting op released later, reap, reset and close).
+ *
  * <h2>Threads and ownership</h2>
  *
  * A fabric is thread-safe: every endpoint, region and script operation takes its one lock, which is
@@ -61,6 +76,9 @@ public final class FakeFabric implements AutoCloseable {
   private final Map<Long, Registration> registrations = new HashMap<>();
   // Exposed regions indexed by key - 1, null once closed; keys are never reused.
   private final List<Region> regions = new ArrayList<>();
+  // Watched operands, kept after their arena closes so a late post into one is still recognised.
+  private final List<MemorySegment> watchedOperands = new ArrayList<>();
+  private final List<String> operandViolations = new ArrayList<>();
   private long nextRegistrationId = 1;
   private long nextEndpointSerial = 1;
   private long pinnedBytes;
@@ -238,6 +256,46 @@ public final class FakeFabric implements AutoCloseable {
   }
 
   /**
+   * Watches a local operand: from now on the fake moves the bytes of every op whose local range
+   * lies inside {@code segment} through the segment, and treats the closing of its arena as the
+   * delivery of that transfer's completion. Touching it afterwards (a write reading its source, a
+   * read writing its landing buffer), or still owning an op on it when it closes (found at reap,
+   * reset or close), is recorded in {@link #operandViolations()} and counted as a violation; the op
+   * then fails with {@code FI_EIO} and moves nothing. Meant for tests: watch each operand from its
+   * own shared arena, and close that arena in the completer, after copying out what must be
+   * checked.
+   *
+   * @param segment a native segment of a shared, automatic or global arena (the fake touches it
+   *     from the posting thread and from whichever thread releases a held completion)
+   * @throws IllegalArgumentException for a heap segment, or one only its owner thread may access
+   */
+  public void watchOperand(MemorySegment segment) {
+    if (!segment.isNative()) {
+      throw new IllegalArgumentException("a watched operand must be native memory");
+    }
+    // A confined segment would throw WrongThreadException on the worker, not report a release.
+    if (!segment.isAccessibleBy(Thread.ofPlatform().unstarted(() -> {}))) {
+      throw new IllegalArgumentException(
+          "a watched operand must be accessible from any thread: allocate it from Arena.ofShared()");
+    }
+    synchronized (lock) {
+      watchedOperands.add(segment);
+    }
+  }
+
+  /**
+   * Every access to, or hold on, a {@linkplain #watchOperand watched operand} after its arena
+   * closed, in the order found; a test asserts it is empty.
+   *
+   * @return a snapshot of the descriptions
+   */
+  public List<String> operandViolations() {
+    synchronized (lock) {
+      return List.copyOf(operandViolations);
+    }
+  }
+
+  /**
    * Whether {@link #close()} ran.
    *
    * @return whether closed
@@ -290,6 +348,32 @@ public final class FakeFabric implements AutoCloseable {
   void endpointClosed(FakeEndpoint endpoint) {
     endpoints.remove(endpoint);
     endpointsByAddress.remove(ByteBuffer.wrap(endpoint.addressUnsafe()));
+  }
+
+  /**
+   * The watched operand holding {@code [address, address + length)}: a live one if any (an address
+   * may be reused by a later arena), else one already closed, else null.
+   */
+  @Nullable MemorySegment watchedOperand(long address, long length) {
+    if (watchedOperands.isEmpty() || length <= 0) {
+      return null;
+    }
+    MemorySegment closed = null;
+    for (MemorySegment segment : watchedOperands) {
+      long start = segment.address();
+      if (start <= address && address - start <= segment.byteSize() - length) {
+        if (segment.scope().isAlive()) {
+          return segment;
+        }
+        closed = segment;
+      }
+    }
+    return closed;
+  }
+
+  void operandViolation(Counts counts, String description) {
+    counts.violation(description);
+    operandViolations.add(description);
   }
 
   long nextOpIndex() {

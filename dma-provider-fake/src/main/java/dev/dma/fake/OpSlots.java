@@ -1,5 +1,6 @@
 package dev.dma.fake;
 
+import java.lang.foreign.MemorySegment;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -41,6 +42,8 @@ final class OpSlots {
   long[] key;
   long[] registration;
   FakeEndpoint[] target;
+  // The watched operand (FakeFabric.watchOperand) holding the op's local bytes, else null.
+  MemorySegment[] operand;
   int[] errno;
   int[] providerErrno;
   String[] text;
@@ -63,6 +66,7 @@ final class OpSlots {
     key = new long[slotCount];
     registration = new long[slotCount];
     target = new FakeEndpoint[slotCount];
+    operand = new MemorySegment[slotCount];
     errno = new int[slotCount];
     providerErrno = new int[slotCount];
     text = new String[slotCount];
@@ -80,7 +84,8 @@ final class OpSlots {
       long remoteAddress,
       long remoteKey,
       long registrationId,
-      FakeEndpoint opTarget) {
+      FakeEndpoint opTarget,
+      @Nullable MemorySegment watchedOperand) {
     state[slot] = POSTED;
     hold[slot] = NOT_HELD;
     write[slot] = isWrite;
@@ -93,6 +98,7 @@ final class OpSlots {
     key[slot] = remoteKey;
     registration[slot] = registrationId;
     target[slot] = opTarget;
+    operand[slot] = watchedOperand;
     errno[slot] = 0;
     providerErrno[slot] = 0;
     text[slot] = null;
@@ -111,6 +117,7 @@ final class OpSlots {
   void free(int slot) {
     state[slot] = FREE;
     target[slot] = null;
+    operand[slot] = null;
     text[slot] = null;
     inFlight--;
   }
@@ -149,6 +156,7 @@ final class OpSlots {
         hold[slot] = NOT_HELD;
         // Invalidates the slot's entries in targets' awaiting lists (they match on the index).
         index[slot] = -1;
+        operand[slot] = null;
         discarded++;
       }
     }

@@ -2,9 +2,11 @@ package dev.dma.fake;
 
 import static dev.dma.spi.FabricEndpoint.POSTED;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.spi.CompletionSink;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -80,7 +82,7 @@ class FakeConcurrencyTest {
         }
         pair.initiator.reap(sink, 10);
       }
-      closer.join();
+      assertTrue(closer.join(Duration.ofSeconds(30)), "the closer did not finish");
       if (closerFailure.get() != null) {
         throw new AssertionError(closerFailure.get());
       }
@@ -104,12 +106,14 @@ class FakeConcurrencyTest {
       RecordingSink sink = new RecordingSink();
       Thread releaser = new Thread(() -> pair.fabric.script().releaseCompletionsReversed());
       releaser.start();
-      // Spins until the release lands; it must, whatever the scheduling.
+      // Spins until the release lands; it must, whatever the scheduling (within 30 s).
+      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
       while (sink.entries.size() < 4) {
+        assertTrue(System.nanoTime() < deadline, "released completions never reaped");
         pair.initiator.reap(sink, 4);
         Thread.onSpinWait();
       }
-      releaser.join();
+      assertTrue(releaser.join(Duration.ofSeconds(30)), "the releaser did not finish");
       assertEquals(java.util.List.of(3, 2, 1, 0), sink.slots());
     }
   }
@@ -143,15 +147,21 @@ class FakeConcurrencyTest {
             }
           };
       int posted = 0;
-      while (completed[0] < 2_000) {
-        while (posted < 2_000 && posted - completed[0] < 4) {
-          assertEquals(POSTED, pair.write(posted % 4, local, 0));
-          posted++;
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      try {
+        while (completed[0] < 2_000) {
+          assertTrue(System.nanoTime() < deadline, completed[0] + " of 2000 within 60 s");
+          while (posted < 2_000 && posted - completed[0] < 4) {
+            assertEquals(POSTED, pair.write(posted % 4, local, 0));
+            posted++;
+          }
+          pair.initiator.reap(sink, 4);
         }
-        pair.initiator.reap(sink, 4);
+      } finally {
+        // Also on failure: the target thread would otherwise spin for the rest of the run.
+        done.set(true);
+        assertTrue(target.join(Duration.ofSeconds(30)), "the target thread did not stop");
       }
-      done.set(true);
-      target.join();
       assertEquals(0, pair.counters().violations(), pair.counters().lastViolation());
       assertEquals(2_000 * 64L, pair.counters().bytesWritten());
     }

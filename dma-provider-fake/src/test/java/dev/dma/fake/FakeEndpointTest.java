@@ -18,6 +18,7 @@ import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -387,7 +388,7 @@ class FakeEndpointTest {
                 pair.reapAll();
               });
       worker.start();
-      worker.join();
+      assertTrue(worker.join(Duration.ofSeconds(30)), "the posting thread did not finish");
       assertEquals(Checksums.crc32c(source), Checksums.crc32c(memory));
       region.close();
     }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -33,6 +34,9 @@ class MpscQueueTest {
     int producers = 4;
     int perProducer = 200_000;
     MpscQueue<long[]> queue = new MpscQueue<>(1024);
+    // Bounded on both sides: a lost element must fail the test, not spin the consumer (or, once
+    // it gave up, the producers on a full queue) for ever.
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
     List<Thread> threads = new ArrayList<>();
     for (int p = 0; p < producers; p++) {
       int producer = p;
@@ -43,6 +47,9 @@ class MpscQueueTest {
                     for (int i = 0; i < perProducer; i++) {
                       long[] element = {producer, i};
                       while (!queue.offer(element)) {
+                        if (System.nanoTime() > deadline) {
+                          return;
+                        }
                         Thread.onSpinWait();
                       }
                     }
@@ -53,6 +60,7 @@ class MpscQueueTest {
     while (received < (long) producers * perProducer) {
       long[] element = queue.poll();
       if (element == null) {
+        assertTrue(System.nanoTime() < deadline, "only " + received + " elements within 60 s");
         Thread.onSpinWait();
         continue;
       }
@@ -60,7 +68,7 @@ class MpscQueueTest {
       received++;
     }
     for (Thread thread : threads) {
-      thread.join();
+      assertTrue(thread.join(Duration.ofSeconds(10)), "a producer did not finish");
     }
     assertNull(queue.poll());
   }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.DmaException;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -17,7 +18,7 @@ class ReplyTest {
     Reply<Integer> reply = new Reply<>();
     Thread sender = Thread.ofPlatform().start(() -> reply.send(7));
     assertEquals(7, reply.await("abandoned"));
-    sender.join();
+    assertTrue(sender.join(Duration.ofSeconds(10)), "the sender did not finish");
   }
 
   @Test

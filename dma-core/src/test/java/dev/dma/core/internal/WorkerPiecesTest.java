@@ -100,8 +100,10 @@ class WorkerPiecesTest {
   void aParkedWorkerIsWokenByAnOffer() throws Exception {
     WorkerChannel channel = new WorkerChannel(8);
     AtomicInteger seen = new AtomicInteger();
+    // A daemon: if a wake-up is lost it stays parked, and must not keep the JVM alive.
     Thread worker =
         Thread.ofPlatform()
+            .daemon()
             .start(
                 () -> {
                   channel.bind(Thread.currentThread());
@@ -115,8 +117,11 @@ class WorkerPiecesTest {
                     }
                   }
                 });
+    // A worker that missed a wake-up parks for good with the channel full: fail, don't spin.
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
     for (int i = 0; i < 1000; i++) {
       while (!channel.offer(i)) {
+        assertTrue(System.nanoTime() < deadline, "the worker stopped taking at " + i);
         Thread.onSpinWait();
       }
       if (i % 100 == 0) {

@@ -16,9 +16,11 @@ import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -101,7 +103,13 @@ class ReclaimUnderTrafficTest {
                               (long) s * SPAN_BYTES
                                   + (long) (i % (SPAN_BYTES / OP_BYTES)) * OP_BYTES;
                           Buffer buffer = new Buffer(i, pool.asSlice(offset, OP_BYTES), spans[s]);
-                          window.acquireUninterruptibly();
+                          // Bounded: lost completions would otherwise block this thread for ever.
+                          try {
+                            assertTrue(window.tryAcquire(30, TimeUnit.SECONDS), "no room in 30 s");
+                          } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            return;
+                          }
                           assertTrue(
                               service.submit(
                                   TransferRequest.write(thread, ad, buffer)
@@ -109,15 +117,21 @@ class ReclaimUnderTrafficTest {
                         }
                       }));
         }
-        for (Thread submitter : submitters) {
-          submitter.join();
+        try {
+          for (Thread submitter : submitters) {
+            assertTrue(submitter.join(Duration.ofSeconds(60)), "a submitter did not finish");
+          }
+          long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+          while (completed.get() < (long) threads * perThread) {
+            assertTrue(System.nanoTime() < deadline, completed.get() + " completed within 60 s");
+            fabric.script().releaseCompletions();
+            Thread.sleep(1);
+          }
+        } finally {
+          // Also on failure: the reclaimer would otherwise spin for the rest of the run.
+          done.set(true);
+          assertTrue(reclaimer.join(Duration.ofSeconds(30)), "the reclaimer did not stop");
         }
-        while (completed.get() < (long) threads * perThread) {
-          fabric.script().releaseCompletions();
-          Thread.sleep(1);
-        }
-        done.set(true);
-        reclaimer.join();
         for (CacheableSpan span : spans) {
           FabricService.invalidate(span.base(), span.end());
         }

@@ -23,6 +23,7 @@ import dev.dma.spi.FabricProvider;
 import java.lang.foreign.Arena;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.Proxy;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -161,7 +162,9 @@ class WorkerFailureTest {
                 TransferRequest.write(1, ad, new Buffer(i, arena.allocate(64)))
                     .withChecksum(i % 2 == 0 ? Checksum.CRC32C : Checksum.NONE)));
       }
+      long heldBy = System.nanoTime() + Duration.ofSeconds(30).toNanos();
       while (fabric.script().heldCompletions() < 5) {
+        assertTrue(System.nanoTime() < heldBy, "the 5 transfers were not all held within 30 s");
         Thread.sleep(1);
       }
       kill.set(true);

@@ -15,6 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.dma.api.CacheableSpan;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -220,7 +221,7 @@ class RegionCacheTest {
     } finally {
       done.set(true);
       for (Thread thread : threads) {
-        thread.join();
+        assertTrue(thread.join(Duration.ofSeconds(30)), thread.getName() + " did not stop");
       }
     }
     assertNull(fault.get());
