@@ -366,7 +366,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       for (int device : placed) {
         array[device].release();
       }
-      deliverOffThread(new Completion<>(request.context(), Outcome.failed(refused)));
+      deliverOffThread(new Completion<>(request.context(), Outcome.failed(refused), 0));
       return FabricService.Offer.ACCEPTED;
     }
     Stripe<T> stripe = new Stripe<>(request, count, length);
