@@ -136,14 +136,14 @@ class ChecksumCompleterTest {
           }
         };
     Thread stuck = null;
+    FabricService<Buffer> service = null;
     try {
-      FabricService<Buffer> service = start(Duration.ofSeconds(1), blocking);
+      service = start(Duration.ofSeconds(1), blocking);
       assertTrue(service.submit(checksummed(1)));
       assertTrue(entered.await(30, TimeUnit.SECONDS), "the completer never ran on the pool");
       stuck =
           Thread.getAllStackTraces().keySet().stream()
               .filter(t -> t.getName().startsWith("f-pool-") && t.isAlive())
-              .filter(t -> t.getState() == Thread.State.TIMED_WAITING)
               .filter(
                   t ->
                       java.util.Arrays.stream(t.getStackTrace())
@@ -159,6 +159,9 @@ class ChecksumCompleterTest {
       assertTrue(stuck.isAlive(), "the pool thread is left behind while its completer blocks");
     } finally {
       release.countDown();
+      if (service != null) {
+        service.close(); // idempotent; closes it when an assertion above failed first
+      }
     }
     stuck.join(30_000);
     assertFalse(stuck.isAlive(), "the released pool thread did not end");
