@@ -80,6 +80,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   /** How long close waits for the worker beyond its close timeout before it gives up on it. */
   private static final Duration JOIN_GRACE = Duration.ofSeconds(5);
 
+  /** The least close() waits for its own checksum pool's threads, however late the worker ended. */
+  private static final Duration POOL_GRACE = Duration.ofMillis(500);
+
   /** What {@link #offer} says about a transfer. */
   public enum Offer {
     /** Queued; its completion will come. The request's context belongs to the service. */
@@ -362,7 +365,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    * Stops accepting transfers, lets posted transfers complete for at most {@code close_timeout}
    * (then fails the rest with {@link DmaException.Reason#CLOSED} once the endpoint is closed),
    * fails the never-posted ones with "fabric worker is gone", closes the endpoint and joins the
-   * worker (and the checksum pool the service created). Always returns. Idempotent.
+   * worker (and the checksum pool the service created, for what is left of the timeout: a pool
+   * thread stuck in the {@link BatchCompleter} is left behind, see {@link ChecksumPool}). Always
+   * returns. Idempotent.
    *
    * @throws IllegalStateException when called on the worker thread or on a thread of the service's
    *     own checksum pool (from the {@link BatchCompleter})
@@ -385,7 +390,8 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
           "close() was called on a checksum-pool thread of this service, from a BatchCompleter:"
               + " it would wait for that thread to finish; close from another thread");
     }
-    channel.close(System.nanoTime() + timeout.toNanos());
+    long closeDeadline = System.nanoTime() + timeout.toNanos();
+    channel.close(closeDeadline);
     // Bounded too: the worker returns at the close deadline, and only a provider blocking inside
     // fi_close could hold it past the grace; then the service gives up on it (a daemon thread)
     // rather than hang its caller.
@@ -398,7 +404,11 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
               + " of close(); it is left behind, blocked in its provider");
     }
     if (ownedPool != null) {
-      ownedPool.close();
+      // Bounded by what is left of the timeout (at least POOL_GRACE, for the batch the worker's
+      // last pass flushed): a completer blocking a pool thread must not hold close() either; the
+      // pool leaves such a thread behind with an ERROR, and it keeps the jobs it was given.
+      ownedPool.close(
+          Duration.ofNanos(Math.max(POOL_GRACE.toNanos(), closeDeadline - System.nanoTime())));
     }
   }
 
@@ -541,7 +551,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       FabricProvider chosen = provider != null ? provider : FabricProviders.select(configuration);
       DmaConfiguration resolved = FabricProviders.resolve(configuration, chosen);
       ChecksumPool ownedPool =
-          pool == null ? new ChecksumPool(configuration.crcPoolThreads()) : null;
+          pool == null
+              ? new ChecksumPool(configuration.crcPoolThreads(), resolved.closeTimeout())
+              : null;
       ChecksumPool checksumPool = pool != null ? pool : Objects.requireNonNull(ownedPool);
       // The worker's cap is known only once the endpoint is open; its configured value bounds it.
       long maxOutstanding = (long) resolved.maxPending() + resolved.maxInFlight();

@@ -16,6 +16,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class ChecksumPoolTest {
   @Test
@@ -112,7 +113,7 @@ class ChecksumPoolTest {
       // Close while the submitters are mid-stream, so some jobs land around the close: a jitter of
       // 0 to 2 ms that varies the race from round to round, not a wait for anything.
       Thread.sleep(round % 3);
-      assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+      assertTimeoutPreemptively(Duration.ofSeconds(20), () -> pool.close());
       for (Thread submitter : threads) {
         submitter.join(20_000);
         assertFalse(submitter.isAlive(), "a submitter stayed blocked");
@@ -132,6 +133,97 @@ class ChecksumPoolTest {
         threads.add(thread);
       }
     }
+    return threads;
+  }
+
+  @Test
+  @Timeout(60)
+  void aJobThrowingAFatalErrorLeavesItsThreadServing() throws Exception {
+    List<String> ranOn = Collections.synchronizedList(new ArrayList<>());
+    CountDownLatch done = new CountDownLatch(1);
+    try (ChecksumPool pool = new ChecksumPool(1)) {
+      pool.submit(
+          () -> {
+            throw new OutOfMemoryError("test: a job ran out of heap");
+          });
+      pool.submit(
+          () -> {
+            throw new StackOverflowError("test: a job overflowed its stack");
+          });
+      pool.submit(
+          () -> {
+            ranOn.add(Thread.currentThread().getName());
+            done.countDown();
+          });
+      assertTrue(done.await(30, TimeUnit.SECONDS), "the job after the errors never ran");
+    }
+    assertEquals(List.of("f-pool-00"), ranOn, "not run by the pool thread");
+  }
+
+  @Test
+  @Timeout(60)
+  void closeLeavesAThreadStuckInAJobBehindAfterItsTimeoutAndItKeepsItsJobs() throws Exception {
+    CountDownLatch entered = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicInteger ranAfter = new AtomicInteger();
+    ChecksumPool pool = new ChecksumPool(1, Duration.ofSeconds(1));
+    Thread stuck = null;
+    try {
+      pool.submit(
+          () -> {
+            entered.countDown();
+            try {
+              // A completer that blocks, against its contract; bounded so nothing outlives the
+              // test even if the finally below never ran.
+              release.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          });
+      pool.submit(ranAfter::incrementAndGet);
+      assertTrue(entered.await(30, TimeUnit.SECONDS));
+      stuck = poolThreads().stream().filter(pool::isPoolThread).findFirst().orElseThrow();
+      long started = System.nanoTime();
+      pool.close();
+      long tookMs = (System.nanoTime() - started) / 1_000_000;
+      assertTrue(tookMs >= 900 && tookMs < 5_000, "close() with a 1 s timeout took " + tookMs);
+      assertTrue(stuck.isAlive(), "the stuck thread is left behind, not stopped");
+      assertTrue(stuck.isDaemon());
+      assertEquals(0, ranAfter.get(), "the job queued behind the stuck one waits for its thread");
+    } finally {
+      release.countDown();
+    }
+    // Released, the thread runs the job it still held, exactly once, then ends.
+    stuck.join(30_000);
+    assertFalse(stuck.isAlive(), "the released thread did not end");
+    assertEquals(1, ranAfter.get());
+    // A job submitted now runs inline, as after any close.
+    pool.submit(ranAfter::incrementAndGet);
+    assertEquals(2, ranAfter.get());
+  }
+
+  @Test
+  @Timeout(60)
+  void closeFromAPoolThreadDoesNotWaitForItself() throws Exception {
+    ChecksumPool pool = new ChecksumPool(2, Duration.ofSeconds(20));
+    CountDownLatch closed = new CountDownLatch(1);
+    long[] tookMs = new long[1];
+    pool.submit(
+        () -> {
+          long started = System.nanoTime();
+          pool.close();
+          tookMs[0] = (System.nanoTime() - started) / 1_000_000;
+          closed.countDown();
+        });
+    assertTrue(closed.await(30, TimeUnit.SECONDS));
+    assertTrue(tookMs[0] < 10_000, "close() on a pool thread waited " + tookMs[0] + " ms");
+    pool.close();
+    assertEquals(Set.of(), poolThreadsOf(pool));
+  }
+
+  private static Set<Thread> poolThreadsOf(ChecksumPool pool) {
+    Set<Thread> threads = poolThreads();
+    threads.removeIf(thread -> !pool.isPoolThread(thread));
     return threads;
   }
 }

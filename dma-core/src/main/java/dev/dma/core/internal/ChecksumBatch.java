@@ -8,9 +8,11 @@ import dev.dma.api.Outcome;
 import dev.dma.api.TransferDone;
 import dev.dma.core.ChecksumPool;
 import io.opentelemetry.api.trace.Span;
+import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The reaped transfers that want a checksum, held by the worker until it hands them to the checksum
@@ -28,6 +30,9 @@ import java.util.List;
  * @param <T> the caller context type
  */
 final class ChecksumBatch<T> {
+  private static final System.Logger LOG = System.getLogger(ChecksumBatch.class.getName());
+  private static final String CHECKSUM_FAILED = "checksum failed";
+
   private final ChecksumPool pool;
   private final BatchCompleter<T> completer;
   private final WorkerTelemetry telemetry;
@@ -61,22 +66,84 @@ final class ChecksumBatch<T> {
     return batch.size();
   }
 
-  /** Hands the transfers held to the pool as one job; the job owns that list from now on. */
+  /**
+   * Hands the transfers held to the pool as one job; the job owns that list from now on. Everything
+   * the job needs is allocated before it is queued, and the worker lets go of the list only once
+   * the job is queued: a failure to allocate leaves the transfers here, for the next flush or
+   * {@link #drainInto}, never in neither place or both.
+   */
   void flush() {
     List<Checksummed<T>> flushed = batch;
-    batch = new ArrayList<>();
-    pool.submit(new ChecksumJob<>(flushed, completer));
+    List<Checksummed<T>> next = new ArrayList<>();
+    pool.submit(new ChecksumJob<>(flushed, new ArrayList<>(flushed.size()), completer));
+    batch = next;
   }
 
   /**
    * Completes the transfers held inline, into {@code leftover}: at shutdown, when the pool may be
-   * tearing down alongside.
+   * tearing down alongside. Never throws: a transfer whose checksum step throws (anything, a fatal
+   * error included) fails with it, and the rest are added all the same, since the worker delivers
+   * {@code leftover} next.
    */
   void drainInto(List<Completion<T>> leftover) {
     for (Checksummed<T> checksummed : batch) {
-      leftover.add(checksummed.toCompletion());
+      Completion<T> completion = complete(checksummed);
+      if (completion != null) {
+        leftover.add(completion);
+      }
     }
     batch.clear();
+  }
+
+  /**
+   * One transfer's completion: its checksum, or its failure. Whatever the checksum step throws (the
+   * operand's arena closed under it, an error from the user's telemetry SDK in the checksum span,
+   * an OutOfMemoryError or StackOverflowError) fails this transfer alone, with the throwable as the
+   * cause. Returns null only when even the failure could not be built (the heap is exhausted twice
+   * over); the throwable is then logged.
+   */
+  private static <T> @Nullable Completion<T> complete(Checksummed<T> checksummed) {
+    try {
+      return checksummed.toCompletion();
+    } catch (Throwable failure) {
+      return failed(checksummed.context(), checksummed.posts(), failure);
+    }
+  }
+
+  private static <T> @Nullable Completion<T> failed(T context, int posts, Throwable failure) {
+    try {
+      return completion(
+          context,
+          posts,
+          Outcome.failed(
+              new DmaException(
+                  DmaException.Kind.TRANSFER, "checksum failed: " + failure, 0, 0, failure)));
+    } catch (Throwable again) {
+      // Out of memory building the message or the exception: try once more with the least
+      // allocation, so a short-lived shortage still completes the transfer.
+      try {
+        return completion(
+            context,
+            posts,
+            Outcome.failed(new DmaException(DmaException.Kind.TRANSFER, CHECKSUM_FAILED)));
+      } catch (Throwable stillFailing) {
+        logQuietly("a checksummed transfer could not be completed, not even as failed", failure);
+        return null;
+      }
+    }
+  }
+
+  /** The one place this class builds a Completion. */
+  private static <T> Completion<T> completion(T context, int posts, Outcome outcome) {
+    return new Completion<>(context, outcome, posts);
+  }
+
+  private static void logQuietly(String message, Throwable failure) {
+    try {
+      LOG.log(Level.ERROR, message, failure);
+    } catch (Throwable ignored) {
+      // Logging ran out of memory or stack too: the caller still has completions to deliver.
+    }
   }
 
   /** A reaped op awaiting its checksummed completion on the pool. */
@@ -84,20 +151,20 @@ final class ChecksumBatch<T> {
       T context,
       MemorySegment operand,
       long lengthBytes,
-      DmaException error,
+      @Nullable DmaException error,
       int posts,
-      Span wire,
+      @Nullable Span wire,
       WorkerTelemetry telemetry) {
     Completion<T> toCompletion() {
       if (error != null) {
-        return new Completion<>(context, Outcome.failed(error), posts);
+        return completion(context, posts, Outcome.failed(error));
       }
       MemorySegment bytes =
           operand.byteSize() == lengthBytes ? operand : operand.asSlice(0, lengthBytes);
       Span span = telemetry.checksumSpan(wire, lengthBytes);
       try {
-        return new Completion<>(
-            context, TransferDone.withChecksum(lengthBytes, Checksums.crc32c(bytes)), posts);
+        return completion(
+            context, posts, TransferDone.withChecksum(lengthBytes, Checksums.crc32c(bytes)));
       } finally {
         if (span != null) {
           span.end();
@@ -106,34 +173,61 @@ final class ChecksumBatch<T> {
     }
   }
 
-  /** Hashes a batch and delivers it, on a pool thread. */
-  private record ChecksumJob<T>(List<Checksummed<T>> batch, BatchCompleter<T> completer)
+  /**
+   * Hashes a batch and delivers it, on a pool thread (or inline, on whichever thread submits or
+   * closes once the pool is closing).
+   *
+   * <p>No throwable loses a completion: a transfer whose checksum step throws fails alone (see
+   * {@link #complete}), and the completer is called once with every transfer of the batch. When the
+   * completer throws, the batch counts as delivered, as on the worker: it may have taken any prefix
+   * of the batch, so handing any of it over again could complete a transfer twice. A non-fatal
+   * throwable from the completer is logged here; a {@link VirtualMachineError} (from the completer
+   * or the checksum step) is rethrown, but only once the completer has been called with the whole
+   * batch, so the pool sees it with nothing left undelivered.
+   *
+   * @param done the completions' list, allocated with the job so the pool thread needs no room for
+   *     it
+   */
+  private record ChecksumJob<T>(
+      List<Checksummed<T>> batch, List<Completion<T>> done, BatchCompleter<T> completer)
       implements Runnable {
     @Override
     public void run() {
-      List<Completion<T>> done = new ArrayList<>(batch.size());
+      VirtualMachineError fatal = null;
       for (Checksummed<T> checksummed : batch) {
         Completion<T> completion;
         try {
           completion = checksummed.toCompletion();
-        } catch (RuntimeException unreadable) {
-          // For example the operand's arena was closed before completion: this transfer fails,
-          // the rest of the batch is unaffected.
-          completion =
-              new Completion<>(
-                  checksummed.context(),
-                  Outcome.failed(
-                      new DmaException(
-                          DmaException.Kind.TRANSFER,
-                          "checksum failed: " + unreadable,
-                          0,
-                          0,
-                          unreadable)),
-                  checksummed.posts());
+        } catch (Throwable failure) {
+          if (failure instanceof VirtualMachineError error && fatal == null) {
+            fatal = error;
+          }
+          completion = failed(checksummed.context(), checksummed.posts(), failure);
         }
-        done.add(completion);
+        if (completion != null) {
+          done.add(completion);
+        }
       }
-      completer.complete(done);
+      try {
+        if (!done.isEmpty()) {
+          completer.complete(done);
+        }
+      } catch (Throwable hookFailure) {
+        if (hookFailure instanceof VirtualMachineError error) {
+          if (fatal == null) {
+            fatal = error;
+          }
+        } else {
+          logQuietly(
+              "the BatchCompleter threw on a checksum-pool thread; its batch of "
+                  + done.size()
+                  + " counts as delivered and the pool carries on",
+              hookFailure);
+        }
+      }
+      if (fatal != null) {
+        throw fatal;
+      }
     }
   }
 }

@@ -399,7 +399,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         // The application says the peer is back (or new): its transfers are posted again.
         deadPeers.remove(add.clientId());
         try {
-          peers.handle(add.clientId(), add.address());
+          peers.advertise(add.clientId(), add.address());
           add.reply().send(null);
         } catch (DmaException error) {
           add.reply().fail(error);

@@ -36,6 +36,7 @@ import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Bounded lifetimes on the fake (issue "nothing waits forever"): the completion deadline and the
@@ -543,16 +544,7 @@ class CompletionDeadlineTest {
     assertTrue(service.submit(write(STUCK, stuckAd, pattern(1, 64, 1))));
     waitUntil(() -> fabric.script().heldCompletions() == 1);
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-    long worker =
-        Thread.getAllStackTraces().keySet().stream()
-            .filter(t -> t.getName().startsWith("fabric-") && t.isAlive())
-            .filter(
-                t ->
-                    Arrays.stream(t.getStackTrace())
-                        .anyMatch(f -> f.getClassName().contains("FabricWorker")))
-            .findFirst()
-            .orElseThrow()
-            .threadId();
+    long worker = workerThread().threadId();
     Thread.sleep(1_000);
     long cpuBefore = threads.getThreadCpuTime(worker);
     long wallBefore = System.nanoTime();
@@ -564,5 +556,54 @@ class CompletionDeadlineTest {
     // And it still reacts: the held completion is delivered once released.
     fabric.script().releaseCompletions();
     assertNotNull(recorder.take());
+  }
+
+  @Test
+  @Timeout(60)
+  void aWorkerWaitingOutACloseWithOpsStuckInFlightSleeps() throws Exception {
+    // The manual ticker never reaches the completion deadline: only close(timeout) ends the wait.
+    start(builder -> builder);
+    holdStuck();
+    for (int i = 0; i < 4; i++) {
+      assertTrue(service.submit(write(STUCK, stuckAd, pattern(i, 256, i))));
+    }
+    waitUntil(() -> fabric.script().heldCompletions() == 4);
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    Thread worker = workerThread();
+    FabricService<Buffer> closing = service;
+    Thread closer = new Thread(() -> closing.close(Duration.ofSeconds(4)), "closer");
+    long cpuBefore = threads.getThreadCpuTime(worker.threadId());
+    long wallBefore = System.nanoTime();
+    closer.start();
+    // Most of the close, measured while the worker is still waiting in it (a thread that has
+    // ended has no CPU time to read).
+    Thread.sleep(3_000);
+    long cpu = threads.getThreadCpuTime(worker.threadId()) - cpuBefore;
+    long wall = System.nanoTime() - wallBefore;
+    assertTrue(worker.isAlive(), "the worker ended before the close timeout");
+    assertTrue(cpuBefore >= 0 && cpu >= 0, "no CPU time for the worker");
+    // CPU time, not wall time: a worker spinning through the close shows its CPU whatever the
+    // machine's load, while a parked one shows next to none.
+    assertTrue(
+        cpu < wall / 20,
+        "the worker waiting out close(4 s) used " + (100.0 * cpu / wall) + " % of a core");
+    closer.join(30_000);
+    assertFalse(closer.isAlive(), "close(4 s) did not return");
+    for (Completion<Buffer> completion : recorder.take(4)) {
+      assertEquals(Reason.CLOSED, error(completion).reason());
+    }
+    service = null;
+  }
+
+  /** The service's fabric worker thread (the only one running FabricWorker in this test). */
+  private static Thread workerThread() {
+    return Thread.getAllStackTraces().keySet().stream()
+        .filter(t -> t.getName().startsWith("fabric-") && t.isAlive())
+        .filter(
+            t ->
+                Arrays.stream(t.getStackTrace())
+                    .anyMatch(f -> f.getClassName().contains("FabricWorker")))
+        .findFirst()
+        .orElseThrow();
   }
 }

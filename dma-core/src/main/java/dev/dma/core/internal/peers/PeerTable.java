@@ -1,5 +1,6 @@
 package dev.dma.core.internal.peers;
 
+import dev.dma.api.DmaException;
 import dev.dma.core.internal.LongObjectMap;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.System.Logger.Level;
@@ -9,10 +10,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.Set;
 import java.util.function.LongPredicate;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The address-vector entries of one endpoint's peers, shared by identity and counted per client.
@@ -35,12 +38,34 @@ import java.util.function.LongPredicate;
  * operations in flight flushes the queue pair, and a queued transfer would re-insert the peer.
  * {@link #clear()} runs right before the endpoint closes, and leaves the entries to the address
  * vector's close.
+ *
+ * <h2>Every removal waits for the operations posted against it</h2>
+ *
+ * An entry can lose its last holder while clients still have operations posted against its handle:
+ * a client re-advertised another address, or a newer incarnation of its endpoint slot evicted it.
+ * Such a client lingers on the entry until it has nothing outstanding (the worker's {@link
+ * #deferRemovalWhile} predicate), and an entry with a lingering client waits, retired, for {@link
+ * #removeRetired()}. Only {@link #release} of a client that is itself busy removes at once: the
+ * worker does that on purpose, to have the provider flush a dead peer's operations.
+ *
+ * <h2>The newest address wins; an older one fails its transfer</h2>
+ *
+ * A client's current address is the newest one seen for it, from {@link #advertise} (the
+ * application's {@code addPeer}, which always wins) or from a transfer whose request carries an
+ * address never seen for it. A transfer carrying one of the client's previous addresses, or a
+ * previous incarnation of the endpoint slot whose newer incarnation is known, was queued before the
+ * change: {@link #handle} fails it with {@link DmaException.Reason#BAD_REQUEST} and touches
+ * nothing. Letting it re-insert its old address instead evicted the live one, whose next transfer
+ * evicted the old one back, a warning each time, for as long as both kinds of transfer kept coming.
  */
 public final class PeerTable {
   private static final System.Logger LOG = System.getLogger(PeerTable.class.getName());
 
   /** The identity index's first sweep threshold, and its floor. */
   static final int SWEEP_FLOOR = 64;
+
+  /** How many previous addresses are remembered per client, and previous incarnations per slot. */
+  static final int HISTORY = 4;
 
   private static final VarHandle INSERTS;
   private static final VarHandle REMOVES;
@@ -69,12 +94,18 @@ public final class PeerTable {
   private final HashMap<Identity, Entry> byIdentity = new HashMap<>();
 
   /**
-   * Stale incarnations evicted while a former holder still had operations outstanding: removing
+   * Entries whose last holder left while a former holder still had operations outstanding: removing
    * them from the address vector then would pull the peer from under posted operations (EFA never
    * completes them; tcp;ofi_rxm crashes on a later post), so they wait here for {@link
-   * #removeRetired()}.
+   * #removeRetired()}. A retired entry may be held again before that (see {@link #revive}).
    */
-  private final ArrayList<Retired> retired = new ArrayList<>();
+  private final ArrayList<Entry> retired = new ArrayList<>();
+
+  /**
+   * Each client's previous addresses, newest first, at most {@link #HISTORY}: what makes a transfer
+   * queued before a re-advertisement stale. Dropped when the client is released.
+   */
+  private final LongObjectMap<byte[][]> previous = new LongObjectMap<>();
 
   private LongPredicate busy = clientId -> false;
 
@@ -109,57 +140,103 @@ public final class PeerTable {
   }
 
   /**
-   * The handle ({@code fi_addr_t}) to post against for a client's peer address, inserting the
-   * address when needed. Worker thread only.
+   * The handle ({@code fi_addr_t}) to post a client's transfer against, inserting the address when
+   * needed. Worker thread only.
    *
    * <p>Fast path, taken on every post of a known client: when the client already holds an entry
    * with exactly these bytes, its handle is returned with no allocation and no hashing of the
-   * address. Otherwise the address's identity decides: an entry with the same identity and bytes is
-   * shared; one with the same identity but other bytes is a dead incarnation, so every client
-   * holding it is released (with a warning); the client's previous, different entry is released;
-   * and the address is inserted unless shared.
+   * address. Otherwise, a stale address (one the client has since replaced, or an older incarnation
+   * of a slot whose newer incarnation is known) fails the transfer; any other is the client's new
+   * address, as if {@linkplain #advertise advertised}.
    *
    * @param clientId the client
-   * @param address the client's current peer address; not modified, and copied when stored
+   * @param address the peer address the transfer's request carries; not modified, and copied when
+   *     stored
    * @return the live handle, valid until the client is {@linkplain #release released} or its
    *     address changes
-   * @throws dev.dma.api.DmaException from {@link FabricEndpoint#peerIdentity} for a malformed
-   *     address (the client keeps its previous entry), or from {@link FabricEndpoint#insertPeer}
-   *     (the client then holds nothing)
+   * @throws DmaException of reason {@link DmaException.Reason#BAD_REQUEST} for a stale address
+   *     (nothing changes), from {@link FabricEndpoint#peerIdentity} for a malformed address (the
+   *     client keeps its previous entry), or from {@link FabricEndpoint#insertPeer} (the client
+   *     then holds nothing)
    */
   public long handle(long clientId, byte[] address) {
     Entry current = byClient.get(clientId);
     if (current != null && Arrays.equals(current.address, address)) {
       return current.handle;
     }
-    return slowHandle(clientId, address, current);
+    return slowHandle(clientId, address, current, false);
   }
 
-  private long slowHandle(long clientId, byte[] address, Entry current) {
+  /**
+   * Makes {@code address} the client's current address, as the application's {@code addPeer} says:
+   * it wins over anything seen before, even an address the client had earlier. Worker thread only.
+   *
+   * @param clientId the client
+   * @param address its address; not modified, and copied when stored
+   * @return the live handle
+   * @throws DmaException from {@link FabricEndpoint#peerIdentity} or {@link
+   *     FabricEndpoint#insertPeer}, as {@link #handle}
+   */
+  public long advertise(long clientId, byte[] address) {
+    Entry current = byClient.get(clientId);
+    if (current != null && Arrays.equals(current.address, address)) {
+      return current.handle;
+    }
+    return slowHandle(clientId, address, current, true);
+  }
+
+  private long slowHandle(long clientId, byte[] address, Entry current, boolean advertised) {
     // Validates too: a malformed address must fail before anything is released or inserted.
     Identity identity = new Identity(endpoint.peerIdentity(address));
     Entry known = byIdentity.get(identity);
-    if (known != null && known.holders > 0) {
-      if (Arrays.equals(known.address, address)) {
-        known.hold(clientId);
-        Entry previous = byClient.put(clientId, known);
-        if (previous != null) {
-          drop(previous, clientId);
-        }
-        return known.handle;
+    if (!advertised) {
+      if (current != null && contains(previous.get(clientId), address)) {
+        throw stale(clientId, address, current.address, false);
       }
-      evictIncarnation(clientId, known);
-      current = byClient.get(clientId);
+      if (known != null
+          && !Arrays.equals(known.address, address)
+          && contains(known.older, address)) {
+        throw stale(clientId, address, known.address, true);
+      }
+    }
+    if (known != null
+        && Arrays.equals(known.address, address)
+        && !known.removed
+        && (known.holders > 0 || known.retired)) {
+      // Live, or retired but still in the vector: share it (never a second entry for one address).
+      if (known.holders == 0) {
+        revive(known);
+      }
+      known.hold(clientId);
+      Entry before = byClient.put(clientId, known);
+      if (before != null) {
+        moved(clientId, before);
+      }
+      forgetPrevious(clientId, address);
+      return known.handle;
+    }
+    byte[][] older = null;
+    if (known != null && !Arrays.equals(known.address, address)) {
+      // A new incarnation of the slot: the known one is dead for every client holding it.
+      older = pushFront(known.older, known.address);
+      if (known.holders > 0) {
+        evictIncarnation(clientId, known);
+        current = byClient.get(clientId);
+      }
+    } else if (known != null) {
+      older = known.older;
     }
     if (current != null) {
-      // A re-advertised, different address: the old one leaves the vector if this was its last
-      // holder, so a client that moved does not pin its dead endpoint's slot.
+      // A re-advertised, different address: the old one leaves the vector once this was its last
+      // holder and its operations are done, so a client that moved does not pin its dead
+      // endpoint's slot, and does not lose what it posted there either.
       byClient.remove(clientId);
-      drop(current, clientId);
+      moved(clientId, current);
     }
     byte[] stored = address.clone();
     long handle = endpoint.insertPeer(stored);
     Entry entry = new Entry(stored, handle);
+    entry.older = older;
     entry.hold(clientId);
     INSERTS.setOpaque(this, inserts + 1);
     liveEntries++;
@@ -168,30 +245,68 @@ public final class PeerTable {
     }
     byIdentity.put(identity, entry);
     byClient.put(clientId, entry);
+    forgetPrevious(clientId, address);
     return handle;
+  }
+
+  /** The client left {@code entry} for another address: remember it as stale, and leave it. */
+  private void moved(long clientId, Entry entry) {
+    previous.put(clientId, pushFront(forget(previous.get(clientId), entry.address), entry.address));
+    leave(entry, clientId);
+  }
+
+  private void forgetPrevious(long clientId, byte[] address) {
+    byte[][] past = previous.get(clientId);
+    if (contains(past, address)) {
+      previous.put(clientId, forget(past, address));
+    }
+  }
+
+  /**
+   * The failure of a transfer whose request carries an address replaced since it was queued; what
+   * to do about it is the application's: the client's current advertisement is the one to use.
+   */
+  private static DmaException stale(
+      long clientId, byte[] address, byte[] current, boolean incarnation) {
+    HexFormat hex = HexFormat.of();
+    String why =
+        incarnation
+            ? " is an older incarnation of the endpoint now at "
+                + hex.formatHex(current)
+                + " (its device reused the slot for a new endpoint)"
+            : " is no longer client "
+                + clientId
+                + "'s address: it has moved to "
+                + hex.formatHex(current);
+    return new DmaException(
+        DmaException.Kind.TRANSFER,
+        DmaException.Reason.BAD_REQUEST,
+        "client "
+            + clientId
+            + ": the transfer's peer address "
+            + hex.formatHex(address)
+            + why
+            + ", seen after this transfer was queued; it was not posted. Submit it again with the"
+            + " client's current advertisement, or addPeer the old address if it is the right one"
+            + " after all",
+        0,
+        0,
+        null);
   }
 
   /**
    * Releases every client holding {@code stale}, a previous incarnation of an endpoint slot that a
-   * client just re-advertised with new bytes: posting to it would reach nothing (or the wrong
-   * endpoint), and it would otherwise stay in the vector as long as any client held it.
+   * client just advertised with new bytes: posting to it would reach nothing (or the wrong
+   * endpoint), and it would otherwise stay in the vector as long as any client held it. Holders
+   * with operations outstanding linger on it, so it leaves the vector once they are done.
    */
   private void evictIncarnation(long clientId, Entry stale) {
     long[] holders = Arrays.copyOf(stale.clients, stale.holders);
-    boolean deferred = false;
     for (long holder : holders) {
       byClient.remove(holder);
-      deferred |= busy.test(holder);
     }
-    if (deferred) {
-      // Their in-flight operations were posted against the stale handle: it leaves the vector
-      // only once they are done (removeRetired), like any other removal the worker defers.
-      stale.holders = 0;
-      retired.add(new Retired(stale, holders));
-    } else {
-      for (long holder : holders) {
-        drop(stale, holder);
-      }
+    for (long holder : holders) {
+      leave(stale, holder);
     }
     EVICTIONS.setOpaque(this, evictions + 1);
     LOG.log(
@@ -204,21 +319,68 @@ public final class PeerTable {
   }
 
   /**
-   * Releases a client's entry; the last holder out removes it from the address vector. Releasing a
-   * client that holds nothing (or twice) is harmless. Worker thread only, and only when the client
-   * has no operation outstanding.
+   * Releases a client's entry; the last holder out removes it from the address vector, unless a
+   * client that left it earlier still has operations posted against it (it is then retired). A
+   * client that is itself still busy removes it at once: the worker releases such a client only to
+   * have the provider flush its operations. Releasing a client that holds nothing (or twice) is
+   * harmless; the client's previous addresses are forgotten too. Worker thread only.
    *
    * @param clientId the client
    */
   public void release(long clientId) {
+    previous.remove(clientId);
     Entry entry = byClient.remove(clientId);
-    if (entry != null) {
-      drop(entry, clientId);
+    if (entry == null) {
+      return;
+    }
+    if (busy.test(clientId)) {
+      entry.unhold(clientId);
+      if (entry.holders == 0) {
+        retired.remove(entry);
+        remove(entry);
+      }
+    } else {
+      leave(entry, clientId);
     }
   }
 
   /**
-   * Whether an evicted incarnation waits for its former holders' operations.
+   * One client stops holding {@code entry}. When it still has operations outstanding it lingers,
+   * and the entry, once nobody holds it, waits for its lingering clients before leaving the vector.
+   */
+  private void leave(Entry entry, long clientId) {
+    entry.unhold(clientId);
+    if (busy.test(clientId)) {
+      entry.linger(clientId);
+    }
+    entry.pruneLingering(busy);
+    if (entry.holders > 0) {
+      return;
+    }
+    if (entry.lingering > 0) {
+      if (!entry.retired) {
+        entry.retired = true;
+        retired.add(entry);
+      }
+    } else {
+      if (entry.retired) {
+        entry.retired = false;
+        retired.remove(entry);
+      }
+      remove(entry);
+    }
+  }
+
+  /** A retired entry held again before its removal: it stays in the vector. */
+  private void revive(Entry entry) {
+    if (entry.retired) {
+      entry.retired = false;
+      retired.remove(entry);
+    }
+  }
+
+  /**
+   * Whether a removal waits for operations outstanding.
    *
    * @return whether {@link #removeRetired()} has work
    */
@@ -227,30 +389,30 @@ public final class PeerTable {
   }
 
   /**
-   * Removes from the address vector each evicted incarnation none of whose former holders has
-   * operations outstanding any more. Worker thread only; the worker calls it when a client's last
-   * operation finishes.
+   * Removes from the address vector each retired entry none of whose former holders has operations
+   * outstanding any more. Worker thread only; the worker calls it when a client's last operation
+   * finishes.
    */
   public void removeRetired() {
-    for (Iterator<Retired> each = retired.iterator(); each.hasNext(); ) {
-      Retired candidate = each.next();
-      boolean stillBusy = false;
-      for (long holder : candidate.formerHolders()) {
-        stillBusy |= busy.test(holder);
-      }
-      if (!stillBusy) {
+    for (Iterator<Entry> each = retired.iterator(); each.hasNext(); ) {
+      Entry candidate = each.next();
+      candidate.pruneLingering(busy);
+      if (candidate.lingering == 0) {
         each.remove();
-        remove(candidate.entry());
+        candidate.retired = false;
+        remove(candidate);
       }
     }
   }
 
   /**
    * After {@link FabricEndpoint#reset()}: every handle is void and the new address vector is empty.
-   * Forgets every entry without removing it, then inserts again the address of every client that
-   * {@code keep} accepts; the others (dead peers) hold nothing and are inserted afresh by their
-   * next transfer or {@code addPeer}. A client whose insert fails holds nothing; its next transfer
-   * tries again and fails with the reason. Worker thread only.
+   * Forgets every entry without removing it (nothing is posted against the old vector any more, and
+   * it closed with the endpoint), then inserts again the address of every client that {@code keep}
+   * accepts; the others (dead peers) hold nothing and are inserted afresh by their next transfer or
+   * {@code addPeer}. What makes an address stale (each client's previous addresses, each slot's
+   * previous incarnations) survives the reset. A client whose insert fails holds nothing; its next
+   * transfer tries again and fails with the reason. Worker thread only.
    *
    * @param keep which clients to insert again
    * @return how many clients were inserted again
@@ -277,7 +439,12 @@ public final class PeerTable {
           continue;
         }
         try {
-          handle(clientId, entry.address);
+          // Its own address, so advertised: current by definition, never stale.
+          advertise(clientId, entry.address);
+          Entry fresh = byClient.get(clientId);
+          if (fresh != null && fresh.older == null) {
+            fresh.older = entry.older;
+          }
           inserted++;
         } catch (RuntimeException refused) {
           LOG.log(
@@ -304,6 +471,8 @@ public final class PeerTable {
   public void clear() {
     byClient.clear();
     byIdentity.clear();
+    retired.clear();
+    previous.clear();
     liveEntries = 0;
     sweepThreshold = SWEEP_FLOOR;
   }
@@ -379,7 +548,10 @@ public final class PeerTable {
    */
   void sweep() {
     for (Iterator<Entry> entries = byIdentity.values().iterator(); entries.hasNext(); ) {
-      if (entries.next().holders == 0) {
+      Entry entry = entries.next();
+      // A retired entry stays findable: a client coming back to it shares it rather than
+      // inserting its address a second time.
+      if (entry.holders == 0 && !entry.retired) {
         entries.remove();
       }
     }
@@ -389,17 +561,49 @@ public final class PeerTable {
   /** Puts a dead entry straight into the index, as a released one would be; for tests. */
   void indexDead(byte[] identity) {
     Entry dead = new Entry(identity.clone(), 0);
+    dead.removed = true;
     byIdentity.put(new Identity(identity.clone()), dead);
   }
 
-  private void drop(Entry entry, long clientId) {
-    if (entry.unhold(clientId) == 0) {
-      remove(entry);
+  private static boolean contains(byte[] @Nullable [] addresses, byte[] address) {
+    if (addresses != null) {
+      for (byte[] each : addresses) {
+        if (Arrays.equals(each, address)) {
+          return true;
+        }
+      }
     }
+    return false;
+  }
+
+  /** {@code addresses} without {@code address}. */
+  private static byte[] @Nullable [] forget(byte[] @Nullable [] addresses, byte[] address) {
+    if (!contains(addresses, address)) {
+      return addresses;
+    }
+    ArrayList<byte[]> kept = new ArrayList<>(addresses.length);
+    for (byte[] each : addresses) {
+      if (!Arrays.equals(each, address)) {
+        kept.add(each);
+      }
+    }
+    return kept.isEmpty() ? null : kept.toArray(new byte[0][]);
+  }
+
+  /** {@code address} in front of {@code addresses}, keeping at most {@link #HISTORY}. */
+  private static byte[][] pushFront(byte[] @Nullable [] addresses, byte[] address) {
+    int kept = addresses == null ? 0 : Math.min(addresses.length, HISTORY - 1);
+    byte[][] result = new byte[kept + 1][];
+    result[0] = address;
+    if (kept > 0) {
+      System.arraycopy(addresses, 0, result, 1, kept);
+    }
+    return result;
   }
 
   /** Removes an entry whose last holder left from the address vector. */
   private void remove(Entry entry) {
+    entry.removed = true;
     liveEntries--;
     REMOVES.setOpaque(this, removes + 1);
     int code = endpoint.removePeer(entry.handle);
@@ -419,6 +623,20 @@ public final class PeerTable {
     long[] clients = new long[2];
     int holders;
 
+    /** Clients that left while operations were outstanding, posted against this handle. */
+    long[] lingerers = new long[0];
+
+    int lingering;
+
+    /** Waiting in {@link #retired} for its lingering clients. */
+    boolean retired;
+
+    /** Gone from the address vector: its handle is never posted against again. */
+    boolean removed;
+
+    /** The slot's previous incarnations, newest first: addresses that are stale on sight. */
+    byte[] @Nullable [] older;
+
     Entry(byte[] address, long handle) {
       this.address = address;
       this.handle = handle;
@@ -429,6 +647,29 @@ public final class PeerTable {
         clients = Arrays.copyOf(clients, holders * 2);
       }
       clients[holders++] = clientId;
+    }
+
+    void linger(long clientId) {
+      for (int i = 0; i < lingering; i++) {
+        if (lingerers[i] == clientId) {
+          return;
+        }
+      }
+      if (lingering == lingerers.length) {
+        lingerers = Arrays.copyOf(lingerers, Math.max(2, lingering * 2));
+      }
+      lingerers[lingering++] = clientId;
+    }
+
+    /** Forgets the lingering clients whose operations are all done. */
+    void pruneLingering(LongPredicate busy) {
+      for (int i = 0; i < lingering; ) {
+        if (busy.test(lingerers[i])) {
+          i++;
+        } else {
+          lingerers[i] = lingerers[--lingering];
+        }
+      }
     }
 
     /** Removes one holding of {@code clientId}; returns the holders left. */
@@ -442,9 +683,6 @@ public final class PeerTable {
       throw new IllegalStateException("client " + clientId + " does not hold " + this);
     }
   }
-
-  /** An evicted incarnation and the clients that held it when it was evicted. */
-  private record Retired(Entry entry, long[] formerHolders) {}
 
   /** Identity bytes as a hash key. */
   private record Identity(byte[] bytes) {

@@ -21,6 +21,7 @@ import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The crate's {@code peer_addresses} tests over a recording endpoint (strong counts become holder
@@ -319,9 +320,10 @@ class PeerTableTest {
     assertNotEquals(old, moved);
     assertEquals(List.of(old), endpoint.removed());
     assertEquals(1, table.entries());
-    // Still shared with another client: moving does not remove it.
+    // Still shared with another client: moving does not remove it. (Moving back takes an
+    // advertisement: a transfer carrying the old address now is stale.)
     table.handle(2, tcp(9001));
-    table.handle(1, tcp(9000));
+    table.advertise(1, tcp(9000));
     assertEquals(List.of(old), endpoint.removed());
     assertEquals(2, table.entries());
   }
@@ -350,5 +352,153 @@ class PeerTableTest {
     table.release(1);
     assertEquals(0, table.removes());
     assertEquals(2, table.inserts());
+  }
+
+  // ------------------------------------------ issue 18: deferred removals, stale addresses
+
+  private static String hex(byte[] address) {
+    return java.util.HexFormat.of().formatHex(address);
+  }
+
+  @Test
+  @Timeout(10)
+  void aReAdvertisedAddressLeavesTheVectorOnlyOnceTheClientsOpsAreDone() {
+    java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
+    table.deferRemovalWhile(busy::contains);
+    long old = table.handle(1, tcp(9000));
+    long moved = table.handle(1, tcp(9001));
+    assertNotEquals(old, moved);
+    // Its transfers posted against the old handle are still in flight.
+    assertEquals(List.of(), endpoint.removed());
+    assertTrue(table.hasRetired());
+    table.removeRetired();
+    assertEquals(List.of(), endpoint.removed());
+    busy.clear();
+    table.removeRetired();
+    assertEquals(List.of(old), endpoint.removed());
+    assertFalse(table.hasRetired());
+    assertEquals(1, table.entries());
+  }
+
+  @Test
+  @Timeout(10)
+  void aTransferCarryingAClientsPreviousAddressFailsAndTouchesNothing() {
+    byte[] first = tcp(9000);
+    byte[] second = tcp(9001);
+    table.handle(1, first);
+    long current = table.handle(1, second);
+    int inserted = endpoint.inserted().size();
+    List<Long> removed = List.copyOf(endpoint.removed());
+    for (int i = 0; i < 3; i++) {
+      DmaException stale = assertThrows(DmaException.class, () -> table.handle(1, first));
+      assertEquals(DmaException.Reason.BAD_REQUEST, stale.reason());
+      assertTrue(stale.getMessage().contains("client 1"), stale.getMessage());
+      assertTrue(stale.getMessage().contains(hex(first)), stale.getMessage());
+      assertTrue(stale.getMessage().contains(hex(second)), stale.getMessage());
+      assertTrue(stale.getMessage().contains("current advertisement"), stale.getMessage());
+      assertEquals(current, table.handle(1, second), "the current address is untouched");
+    }
+    assertEquals(inserted, endpoint.inserted().size());
+    assertEquals(removed, endpoint.removed());
+    // Another client may still use the first address: staleness is the moved client's.
+    table.handle(2, first);
+  }
+
+  @Test
+  @Timeout(10)
+  void anOlderIncarnationFailsInsteadOfEvictingTheLiveOne() {
+    endpoint.efa = true;
+    java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L, 2L));
+    table.deferRemovalWhile(busy::contains);
+    byte[] old = efa(7, 0x1234);
+    byte[] recycled = efa(7, 0x5678);
+    long stale = table.handle(1, old);
+    long fresh = table.handle(2, recycled);
+    assertEquals(1, table.evictions());
+    // Client 1's queued transfers still carry the old incarnation, client 2's the new one: they
+    // used to evict each other back and forth, a warning each time.
+    for (int i = 0; i < 10; i++) {
+      DmaException refused = assertThrows(DmaException.class, () -> table.handle(1, old));
+      assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason());
+      assertTrue(refused.getMessage().contains("older incarnation"), refused.getMessage());
+      assertTrue(refused.getMessage().contains(hex(recycled)), refused.getMessage());
+      assertEquals(fresh, table.handle(2, recycled));
+    }
+    assertEquals(1, table.evictions());
+    assertEquals(1, warnings.size(), () -> "warnings: " + warnings);
+    assertEquals(2, endpoint.inserted().size());
+    // The evicted incarnation waited for client 1's transfers in flight.
+    assertEquals(List.of(), endpoint.removed());
+    busy.clear();
+    table.removeRetired();
+    assertEquals(List.of(stale), endpoint.removed());
+    // Client 1 re-advertised (or its next transfer carries the new address): it shares the slot.
+    assertEquals(fresh, table.handle(1, recycled));
+  }
+
+  @Test
+  @Timeout(10)
+  void advertisingAnOldAddressMakesItCurrentAndTheOtherStale() {
+    table.handle(1, tcp(9000));
+    table.handle(1, tcp(9001));
+    long back = table.advertise(1, tcp(9000));
+    assertEquals(back, table.handle(1, tcp(9000)));
+    DmaException stale = assertThrows(DmaException.class, () -> table.handle(1, tcp(9001)));
+    assertEquals(DmaException.Reason.BAD_REQUEST, stale.reason());
+    // A new address is a re-advertisement, never stale.
+    table.handle(1, tcp(9002));
+  }
+
+  @Test
+  @Timeout(10)
+  void aClientComingBackToARetiredEntrySharesItRatherThanInsertingItTwice() {
+    java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
+    table.deferRemovalWhile(busy::contains);
+    long first = table.handle(1, tcp(9000));
+    table.handle(1, tcp(9001));
+    assertTrue(table.hasRetired());
+    assertEquals(first, table.handle(2, tcp(9000)), "the retired entry is still in the vector");
+    assertFalse(table.hasRetired());
+    assertEquals(2, endpoint.inserted().size());
+    busy.clear();
+    table.release(2);
+    assertEquals(List.of(first), endpoint.removed());
+  }
+
+  @Test
+  @Timeout(10)
+  void aSharedEntryABusyClientLeftWaitsForItEvenWhenTheLastHolderIsReleased() {
+    java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
+    table.deferRemovalWhile(busy::contains);
+    long shared = table.handle(1, tcp(9000));
+    table.handle(2, tcp(9000));
+    table.handle(1, tcp(9001)); // client 1 moves with transfers still posted on the shared entry
+    table.release(2);
+    assertEquals(List.of(), endpoint.removed());
+    busy.clear();
+    table.removeRetired();
+    assertEquals(List.of(shared), endpoint.removed());
+  }
+
+  @Test
+  @Timeout(10)
+  void releasingABusyClientRemovesAtOnceSoTheProviderFlushesItsOps() {
+    java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
+    table.deferRemovalWhile(busy::contains);
+    long handle = table.handle(1, tcp(9000));
+    table.release(1);
+    assertEquals(List.of(handle), endpoint.removed());
+    assertFalse(table.hasRetired());
+  }
+
+  @Test
+  @Timeout(10)
+  void whatMakesAnAddressStaleSurvivesAnEndpointReset() {
+    table.handle(1, tcp(9000));
+    table.handle(1, tcp(9001));
+    endpoint.reset();
+    assertEquals(1, table.reinsertAfterReset(clientId -> true));
+    assertThrows(DmaException.class, () -> table.handle(1, tcp(9000)));
+    table.handle(1, tcp(9001));
   }
 }
