@@ -169,7 +169,10 @@ public final class InfoCommand implements Callable<Integer> {
           + "; providers answering: "
           + names
           + "; built in: "
-          + builtIn;
+          + builtIn
+          + (Libfabric.shmOperandWarning() == null
+              ? ""
+              : "; WARNING: " + Libfabric.shmOperandWarning());
     } catch (LinkageError e) {
       return "unavailable: " + e;
     }
