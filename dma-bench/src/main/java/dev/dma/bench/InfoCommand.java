@@ -169,10 +169,7 @@ public final class InfoCommand implements Callable<Integer> {
           + "; providers answering: "
           + names
           + "; built in: "
-          + builtIn
-          + (Libfabric.shmOperandWarning() == null
-              ? ""
-              : "; WARNING: " + Libfabric.shmOperandWarning());
+          + builtIn;
     } catch (LinkageError e) {
       return "unavailable: " + e;
     }

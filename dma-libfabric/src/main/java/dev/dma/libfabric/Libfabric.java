@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
-import org.jspecify.annotations.Nullable;
 
 /**
  * The loaded libfabric library: whether it is usable here, its version, and what it offers.
@@ -63,32 +62,6 @@ public final class Libfabric {
    */
   public static int version() {
     return Native.LIBRARY_VERSION;
-  }
-
-  /**
-   * Why shm may read a failed write's operand after its failure was delivered, or null when it
-   * cannot: dma turns shm's cross-memory attach off in its process ({@code FI_SHM_DISABLE_CMA=1}),
-   * unless the environment already set that variable, and a value libfabric reads as false turns it
-   * back on. Then a shm peer that was stopped and resumes copies a failed write's source from this
-   * process's memory, with whatever the caller put there since (see the provider's javadoc).
-   *
-   * @return the warning, or null
-   */
-  public static @Nullable String shmOperandWarning() {
-    String value = System.getenv(Native.SHM_CMA_ENVIRONMENT);
-    if (value == null) {
-      return null;
-    }
-    return switch (value.trim().toLowerCase(java.util.Locale.ROOT)) {
-      case "0", "false", "no", "off" ->
-          Native.SHM_CMA_ENVIRONMENT
-              + "="
-              + value
-              + " turns shm's cross-memory attach on: a shm peer that resumes after a failed"
-              + " write may still copy that write's source, with what the caller put there since;"
-              + " unset it to let dma turn it off";
-      default -> null;
-    };
   }
 
   /**

@@ -414,11 +414,18 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     // lives in the endpoint's arena, freed only after fi_close(ep), so it outlives every operation.
     slabBase = arena.allocate(count * Abi.CONTEXT2_SIZE, 64).address();
     slots = count;
+    if ("shm".equals(objects.facts.providerName())) {
+      bounce = new ShmBounce(count);
+    }
     queuedSlot = new int[count];
     queuedErrno = new int[count];
     queuedProviderErrno = new int[count];
     queuedMessage = new String[count];
   }
+
+  // On shm, the buffers the peer sees instead of the caller's operands (see ShmBounce); null
+  // elsewhere.
+  private @Nullable ShmBounce bounce;
 
   private boolean postable(int slot, long peer) {
     return slot >= 0 && slot < slots && peers.isLive(peer);
@@ -447,6 +454,24 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (peers.isClosedLocal(peer)) {
       return -Abi.FI_ENOTCONN;
     }
+    ShmBounce shm = bounce;
+    if (shm != null && descriptor == 0) {
+      long from = shm.source(slot, localAddress, lengthBytes);
+      int code = writemsg(slot, peer, from, lengthBytes, descriptor, remoteAddress, remoteKey);
+      shm.posted(slot, from, code == POSTED);
+      return code;
+    }
+    return writemsg(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+  }
+
+  private int writemsg(
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey) {
     long s = scratch;
     Native.MEMORY.set(JAVA_LONG, s + SCRATCH_IOV + Abi.IOVEC_BASE, localAddress);
     Native.MEMORY.set(JAVA_LONG, s + SCRATCH_IOV + Abi.IOVEC_LEN, lengthBytes);
@@ -488,6 +513,24 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (peers.isClosedLocal(peer)) {
       return -Abi.FI_ENOTCONN;
     }
+    ShmBounce shm = bounce;
+    if (shm != null && descriptor == 0) {
+      long into = shm.landing(slot, localAddress, lengthBytes);
+      int code = read(slot, peer, into, lengthBytes, descriptor, remoteAddress, remoteKey);
+      shm.posted(slot, into, code == POSTED);
+      return code;
+    }
+    return read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+  }
+
+  private int read(
+      int slot,
+      long peer,
+      long localAddress,
+      long lengthBytes,
+      long descriptor,
+      long remoteAddress,
+      long remoteKey) {
     try {
       return (int)
           (long)
@@ -546,9 +589,11 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       queueSize--;
       String message = queuedMessage[i];
       if (message == null) {
+        settle(queuedSlot[i], true);
         sink.completed(queuedSlot[i]);
       } else {
         queuedMessage[i] = null;
+        settle(queuedSlot[i], false);
         sink.failed(queuedSlot[i], queuedErrno[i], queuedProviderErrno[i], message);
       }
       delivered++;
@@ -563,6 +608,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
             unknown++;
             continue;
           }
+          settle(slot, true);
           sink.completed(slot);
           delivered++;
         }
@@ -577,6 +623,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           break;
         }
         if (errorSlot >= 0) {
+          settle(errorSlot, false);
           sink.failed(errorSlot, errorErrno, errorProviderErrno, errorMessage);
           delivered++;
         }
@@ -586,6 +633,18 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       }
     }
     return delivered;
+  }
+
+  /** Before a slot's completion is delivered: on shm, settles its bounce buffer. */
+  private void settle(int slot, boolean succeeded) {
+    ShmBounce shm = bounce;
+    if (shm != null) {
+      if (succeeded) {
+        shm.succeeded(slot);
+      } else {
+        shm.failed(slot);
+      }
+    }
   }
 
   /**
@@ -726,6 +785,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       endpointFailure = resetCloseFailure;
     }
     objects.closeDomain();
+    if (bounce != null) {
+      bounce.close();
+    }
     slots = 0;
     peers.clear();
     if (endpointFailure != null) {
@@ -804,6 +866,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     queueHead = 0;
     queueSize = 0;
     Arrays.fill(queuedMessage, null);
+    if (bounce != null) {
+      bounce.discardPosted("resetting the endpoint");
+    }
     peers.clear();
     try {
       objects.openTransport();

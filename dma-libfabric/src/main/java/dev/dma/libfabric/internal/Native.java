@@ -133,6 +133,7 @@ public final class Native {
   private static final MemorySegment SIGACTION = libc("sigaction");
   private static final MemorySegment STRDUP = libc("strdup");
   private static final MemorySegment FREE = libc("free");
+  private static final MemorySegment MALLOC = libc("malloc");
 
   /** {@code dladdr}, in libc since glibc 2.34; NULL where it is not (the path is then unknown). */
   private static final MemorySegment DLADDR =
@@ -142,22 +143,6 @@ public final class Native {
   private static final int[] GUARDED_SIGNALS = {Abi.SIGSEGV, Abi.SIGBUS, Abi.SIGILL, Abi.SIGFPE};
 
   // ---- libfabric ----
-
-  /**
-   * shm's switch for cross-memory attach ({@code process_vm_readv}/{@code process_vm_writev}),
-   * which dma sets to 1 in its own process before libfabric reads it, unless it is already set.
-   * With it on, a shm write above 4 KiB is a command in the target's queue naming this process's
-   * operand, and the target copies from it whenever it gets to the command: a target that was
-   * stopped and resumes copies it after the write's failure was delivered, whatever the caller put
-   * in the buffer meanwhile (closing dma's endpoint does not cancel it; measured on 1.17 and 2.1;
-   * 2.6 chooses the same path, with or without delivery-complete). With it off, shm moves every
-   * write through its own shared bounce buffers, which only this process fills, during its own
-   * posts and progress: once the endpoint is closed nothing reads the operand, and the target only
-   * ever receives bytes the operand held while the write was posted. Reads likewise land through
-   * bounce buffers this process drains itself. The {@code efa} fabric's same-host path is shm, so
-   * the same holds there.
-   */
-  public static final String SHM_CMA_ENVIRONMENT = "FI_SHM_DISABLE_CMA";
 
   /** The library loaded when {@link #LIBRARY_PROPERTY} is not set: the SONAME of 1.x and 2.x. */
   public static final String DEFAULT_LIBRARY = "libfabric.so.1";
@@ -275,17 +260,6 @@ public final class Native {
                   arena.allocateFrom("1").address(),
                   1);
       ignored = (int) I_L.invokeExact(UNSETENV, arena.allocateFrom("HFI_BACKTRACE").address());
-      // Before the first fi_getinfo, when shm reads its parameters: with cross-memory attach, a
-      // shm peer copies a posted write straight out of this process's memory whenever it gets
-      // to it, after a failure was delivered too (see SHM_CMA_ENVIRONMENT). Overwrite 0: a value
-      // the user set stands.
-      ignored =
-          (int)
-              I_LLI.invokeExact(
-                  SETENV,
-                  arena.allocateFrom(SHM_CMA_ENVIRONMENT).address(),
-                  arena.allocateFrom("1").address(),
-                  0);
     }
     String name = requestedLibrary();
     try (var _ = SignalGuard.save()) {
@@ -660,6 +634,27 @@ public final class Native {
     } catch (Throwable impossible) {
       throw new AssertionError(impossible);
     }
+  }
+
+  /**
+   * {@code malloc(bytes)}: native memory outside any arena, freed by {@link #free} or never (memory
+   * a provider may still read must outlive every arena).
+   *
+   * @param bytes how many bytes
+   * @return the address
+   * @throws OutOfMemoryError when malloc answers NULL
+   */
+  public static long malloc(long bytes) {
+    long address;
+    try {
+      address = (long) L_L.invokeExact(MALLOC, bytes);
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+    if (address == 0) {
+      throw new OutOfMemoryError("malloc(" + bytes + ") failed");
+    }
+    return address;
   }
 
   /**

@@ -1,0 +1,175 @@
+package dev.dma.libfabric;
+
+import dev.dma.libfabric.internal.Native;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Bounce buffers between the caller's operands and libfabric's shm provider, one per op slot, so
+ * that no shm peer touches an operand after its completion was delivered.
+ *
+ * <p>Why: with cross-memory attach (on by default wherever the kernel allows {@code
+ * process_vm_readv}), a shm write above 4 KiB posted with {@code FI_DELIVERY_COMPLETE} is a command
+ * in the <em>target's</em> queue that names this process's memory, and the target copies it out
+ * whenever it gets to the command; a read likewise has the target copy into this process's landing
+ * buffer. Closing dma's endpoint cancels neither (measured on 1.17 and 2.1 with a target that was
+ * stopped and resumed: a failed 64 KiB write landed as whatever the caller had put in the buffer
+ * after the failure; 2.6 chooses the same path, with or without delivery-complete). Turning
+ * cross-memory attach off instead ({@code FI_SHM_DISABLE_CMA}) moves the bytes through shm's shared
+ * bounce buffers, but then a peer endpoint in the same process that closes with a transfer to it in
+ * progress is written after its unmap: a SIGSEGV, measured on 1.17 and 2.1.
+ *
+ * <p>So the peer only ever sees memory owned here: a write is copied into the slot's buffer before
+ * it is posted from there, a read lands there and is copied into the caller's buffer when it
+ * succeeds. A buffer whose operation did not succeed (an error completion, or an endpoint reset or
+ * close with the operation still posted) is never used again and never freed: the peer may still
+ * read or write it, at any later time. That costs memory in proportion to the bytes of failed shm
+ * transfers, for the life of the process; {@link #quarantinedBytes()} says how much.
+ *
+ * <p>Cost: one extra copy per shm transfer, in the worker, of memory that shm itself copies once
+ * more; writes up to {@link #DIRECT_WRITE_BYTES} skip it, since shm copies them into its own queue
+ * inside the post.
+ *
+ * <p>Threads: the endpoint's owner (the fabric worker) only, as the endpoint itself.
+ */
+final class ShmBounce {
+  /**
+   * Writes up to this length are posted from the operand itself: shm copies them inside the post
+   * (inline or inject into the target's queue, or, with delivery-complete on 1.x and 2.1, its
+   * segmented path, which this process drives and stops at close).
+   */
+  static final long DIRECT_WRITE_BYTES = 4096;
+
+  private static final System.Logger LOG = System.getLogger(ShmBounce.class.getName());
+
+  private final long[] buffer;
+  private final long[] capacity;
+  // Where a read's bytes go when it succeeds (0 for a write), and how many.
+  private final long[] landing;
+  private final long[] landingBytes;
+  // Whether the slot's operation, now posted, uses the slot's buffer.
+  private final boolean[] inUse;
+  private final List<Long> quarantine = new ArrayList<>();
+  private long quarantinedBytes;
+
+  ShmBounce(int slots) {
+    buffer = new long[slots];
+    capacity = new long[slots];
+    landing = new long[slots];
+    landingBytes = new long[slots];
+    inUse = new boolean[slots];
+  }
+
+  /**
+   * The address to post a write of {@code lengthBytes} from: the operand itself when shm copies it
+   * inside the post, else the slot's buffer, holding a copy of it.
+   */
+  long source(int slot, long operand, long lengthBytes) {
+    if (lengthBytes <= DIRECT_WRITE_BYTES) {
+      return operand;
+    }
+    long copy = reserve(slot, lengthBytes);
+    MemorySegment.copy(Native.MEMORY, operand, Native.MEMORY, copy, lengthBytes);
+    landing[slot] = 0;
+    return copy;
+  }
+
+  /** The address to post a read of {@code lengthBytes} into: the slot's buffer. */
+  long landing(int slot, long operand, long lengthBytes) {
+    long into = reserve(slot, lengthBytes);
+    landing[slot] = operand;
+    landingBytes[slot] = lengthBytes;
+    return into;
+  }
+
+  /** After a post: the slot's buffer is the provider's until the operation ends, if posted. */
+  void posted(int slot, long postedFrom, boolean accepted) {
+    inUse[slot] = accepted && postedFrom == buffer[slot] && postedFrom != 0;
+    if (!inUse[slot]) {
+      landing[slot] = 0;
+    }
+  }
+
+  /** A successful completion: a read's bytes go to the caller's buffer; the slot's is free. */
+  void succeeded(int slot) {
+    if (!inUse[slot]) {
+      return;
+    }
+    inUse[slot] = false;
+    if (landing[slot] != 0) {
+      MemorySegment.copy(
+          Native.MEMORY, buffer[slot], Native.MEMORY, landing[slot], landingBytes[slot]);
+      landing[slot] = 0;
+    }
+  }
+
+  /** An error completion: the peer may still act on the slot's buffer, which is given up. */
+  void failed(int slot) {
+    if (inUse[slot]) {
+      giveUp(slot);
+    }
+  }
+
+  /** The endpoint was reset or is closing: every buffer still posted is given up. */
+  void discardPosted(String why) {
+    int count = 0;
+    for (int slot = 0; slot < buffer.length; slot++) {
+      if (inUse[slot]) {
+        giveUp(slot);
+        count++;
+      }
+    }
+    if (count > 0) {
+      LOG.log(
+          System.Logger.Level.WARNING,
+          why
+              + ": "
+              + count
+              + " shm bounce buffers were still posted and are kept for good, since a peer may"
+              + " still use them ("
+              + quarantinedBytes
+              + " bytes kept so far)");
+    }
+  }
+
+  /** Frees every buffer no operation holds; given-up ones stay. */
+  void close() {
+    discardPosted("closing the endpoint");
+    for (int slot = 0; slot < buffer.length; slot++) {
+      if (buffer[slot] != 0) {
+        Native.free(buffer[slot]);
+        buffer[slot] = 0;
+        capacity[slot] = 0;
+      }
+    }
+  }
+
+  /** Bytes of buffers given up to failed operations, kept for the life of the process. */
+  long quarantinedBytes() {
+    return quarantinedBytes;
+  }
+
+  private long reserve(int slot, long lengthBytes) {
+    if (capacity[slot] < lengthBytes) {
+      // The slot is free (the worker posts only into a free slot), so its old buffer is too.
+      if (buffer[slot] != 0) {
+        Native.free(buffer[slot]);
+      }
+      buffer[slot] = 0;
+      capacity[slot] = 0;
+      buffer[slot] = Native.malloc(lengthBytes);
+      capacity[slot] = lengthBytes;
+    }
+    return buffer[slot];
+  }
+
+  private void giveUp(int slot) {
+    inUse[slot] = false;
+    landing[slot] = 0;
+    quarantine.add(buffer[slot]);
+    quarantinedBytes += capacity[slot];
+    buffer[slot] = 0;
+    capacity[slot] = 0;
+  }
+}
