@@ -352,6 +352,16 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     return peers.remove(handle);
   }
 
+  /**
+   * Removals that sockets answered with {@code -FI_EINVAL} although they happened, reported as
+   * success ({@link Quirks#socketsRemovalAnswersEinval}). For tests.
+   *
+   * @return the count since the endpoint opened
+   */
+  int quirkRemovals() {
+    return peers.quirkRemovals();
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Registrations
 
