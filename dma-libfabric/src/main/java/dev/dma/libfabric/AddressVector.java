@@ -235,8 +235,7 @@ final class AddressVector {
       throw new AssertionError(impossible);
     }
     if (removed == -Abi.FI_EINVAL
-        && Quirks.socketsRemovalAnswersEinval(
-            objects.facts.providerName(), Native.LIBRARY_VERSION)
+        && Quirks.socketsRemovalAnswersEinval(objects.facts.providerName(), Native.LIBRARY_VERSION)
         && isGoneFromTheAddressVector(handle)) {
       // The handle was live, so the table half of sock_av_remove found it valid: the EINVAL is the
       // connection half's "no connection to this peer yet", and the entry is removed regardless.

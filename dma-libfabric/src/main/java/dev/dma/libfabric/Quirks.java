@@ -15,10 +15,10 @@ final class Quirks {
    * sockets answers {@code fi_av_remove} of a peer it never connected to with {@code -FI_EINVAL},
    * and removes it anyway: from libfabric 2.5 on ("Enforce AV Removal Behavior" in 2.5.0's NEWS).
    *
-   * <p>2.6.0's {@code sock_av_remove} ({@code prov/sockets/src/sock_av.c}) has two halves. The first
-   * walks the endpoints bound to the AV and looks the handle up in each one's connection map: no
-   * connection (the peer was inserted but nothing was ever posted to it, nor did it connect) sets
-   * {@code ret = -FI_EINVAL} and skips that endpoint. The second marks the table entry invalid
+   * <p>2.6.0's {@code sock_av_remove} ({@code prov/sockets/src/sock_av.c}) has two halves. The
+   * first walks the endpoints bound to the AV and looks the handle up in each one's connection map:
+   * no connection (the peer was inserted but nothing was ever posted to it, nor did it connect)
+   * sets {@code ret = -FI_EINVAL} and skips that endpoint. The second marks the table entry invalid
    * whatever the first found, and also answers {@code -FI_EINVAL} when the entry was already
    * invalid or out of range. So after a removal of a handle dma knows to be live (its table checks
    * that), {@code -FI_EINVAL} means only "never connected", and {@code fi_av_lookup}, which refuses

@@ -17,8 +17,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * sockets' {@code fi_av_remove} from libfabric 2.5 on answers {@code -FI_EINVAL} for a peer it
- * never connected to, and removes it all the same ({@link Quirks#socketsRemovalAnswersEinval}):
- * dma reports that removal as the success it is, on the versions it applies to, and on no other.
+ * never connected to, and removes it all the same ({@link Quirks#socketsRemovalAnswersEinval}): dma
+ * reports that removal as the success it is, on the versions it applies to, and on no other.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class SocketsRemovalQuirkTest {

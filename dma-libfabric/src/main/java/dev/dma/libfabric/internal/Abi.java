@@ -109,6 +109,10 @@ public final class Abi {
   @C("offsetof(struct fi_fabric_attr, prov_name)")
   public static final long FABRIC_ATTR_PROV_NAME = 16;
 
+  /** {@code fi_fabric_attr.api_version} (uint32): the version {@code fi_getinfo} was asked for. */
+  @C("offsetof(struct fi_fabric_attr, api_version)")
+  public static final long FABRIC_ATTR_API_VERSION = 28;
+
   // ---- fid and the ops tables ----
 
   /** {@code fid.ops}: the {@code fi_ops} table of every object. */
@@ -130,6 +134,10 @@ public final class Abi {
   /** {@code fid_fabric.ops}. */
   @C("offsetof(struct fid_fabric, ops)")
   public static final long FABRIC_OPS = 24;
+
+  /** {@code fid_fabric.api_version} (uint32): the version the providers see for this fabric. */
+  @C("offsetof(struct fid_fabric, api_version)")
+  public static final long FABRIC_API_VERSION = 32;
 
   /** {@code fi_ops_fabric.domain}. */
   @C("offsetof(struct fi_ops_fabric, domain)")
