@@ -75,7 +75,7 @@ public final class Errno {
   public static final int FI_ENODATA = 61;
 
   /**
-   * {@code FI_EPROTO}: protocol error; commented out in the 1.17 and 2.1 headers, defined in 2.6's.
+   * {@code FI_EPROTO}: protocol error; commented out in the 1.17 headers, defined in 2.1's.
    */
   public static final int FI_EPROTO = 71;
 

@@ -161,7 +161,7 @@ class AbiTest {
   private static final Map<String, Integer> ERRNO_ADDED =
       Map.of(
           "FI_ENOMR", 1 << 16 | 20, // not in 1.17's; NEWS.md: "Introduce FI_ENOMR" in 1.20.0
-          "FI_EPROTO", 2 << 16 | 6, // commented out in 1.17's and 2.1's, defined in 2.6's
+          "FI_EPROTO", 2 << 16 | 1, // commented out in 1.17's, defined in 2.1's
           "FI_EFIREWALLADDR", 2 << 16 | 6); // not in 1.17's or 2.1's, in 2.6's
 
   /** Names in {@link Errno} that are not libfabric's: the libc errno values it reports raw. */
