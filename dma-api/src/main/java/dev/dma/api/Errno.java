@@ -74,9 +74,7 @@ public final class Errno {
   /** {@code FI_ENODATA}: no data available ({@code fi_getinfo} found no match). */
   public static final int FI_ENODATA = 61;
 
-  /**
-   * {@code FI_EPROTO}: protocol error; commented out in the 1.17 headers, defined in 2.1's.
-   */
+  /** {@code FI_EPROTO}: protocol error; commented out in the 1.17 headers, defined in 2.1's. */
   public static final int FI_EPROTO = 71;
 
   /** {@code FI_EOVERFLOW}: value too large for the defined data type. */
