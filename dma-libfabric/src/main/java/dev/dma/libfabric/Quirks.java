@@ -23,8 +23,9 @@ final class Quirks {
    * invalid or out of range. So after a removal of a handle dma knows to be live (its table checks
    * that), {@code -FI_EINVAL} means only "never connected", and {@code fi_av_lookup}, which refuses
    * an invalid entry with {@code -FI_EINVAL}, confirms the entry is gone. 2.1.0's version returns 0
-   * in both cases; 1.17 likewise. No upper bound: 2.6 is the newest library checked, and the lookup
-   * keeps a later fix (or a real failure) from being taken for a removal.
+   * in both cases, and 1.17 answers 0 for the never-connected peer too (SocketsRemovalQuirkTest).
+   * No upper bound: 2.6 is the newest library checked, and the lookup keeps a later fix (or a real
+   * failure) from being taken for a removal.
    *
    * @param provider the provider's name ({@code fabric_attr->prov_name})
    * @param libraryVersion the loaded library's packed {@code fi_version()}
