@@ -37,6 +37,9 @@ final class AddressVector {
   /** {@code fi_av_insert}'s out-parameter and {@code fi_av_remove}'s in-parameter. */
   private final long addressOut;
 
+  // Removals that sockets answered with its 2.5+ EINVAL, confirmed gone (quirkRemovals()).
+  private int quirkRemovals;
+
   // live[fi_addr] is true between insert and remove.
   private boolean[] live = new boolean[64];
 
@@ -207,7 +210,8 @@ final class AddressVector {
    *
    * @param handle the handle
    * @return 0, {@code -FI_ENOENT} for a handle that is not live, or what {@code fi_av_remove}
-   *     returned
+   *     returned; 0 for sockets' {@code -FI_EINVAL} of a removal that happened (see {@link
+   *     Quirks#socketsRemovalAnswersEinval})
    */
   int remove(long handle) {
     if (handle < 0 || handle >= live.length || !live[(int) handle]) {
@@ -224,11 +228,60 @@ final class AddressVector {
       return 0;
     }
     Native.MEMORY.set(JAVA_LONG, addressOut, handle);
+    int removed;
     try {
-      return (int) Native.I_LLLL.invokeExact(objects.fnAvRemove, objects.av, addressOut, 1L, 0L);
+      removed = (int) Native.I_LLLL.invokeExact(objects.fnAvRemove, objects.av, addressOut, 1L, 0L);
     } catch (Throwable impossible) {
       throw new AssertionError(impossible);
     }
+    if (removed == -Abi.FI_EINVAL
+        && Quirks.socketsRemovalAnswersEinval(objects.facts.providerName(), Native.LIBRARY_VERSION)
+        && isGoneFromTheAddressVector(handle)) {
+      // The handle was live, so the table half of sock_av_remove found it valid: the EINVAL is the
+      // connection half's "no connection to this peer yet", and the entry is removed regardless.
+      quirkRemovals++;
+      LOG.log(
+          System.Logger.Level.DEBUG,
+          "sockets answered fi_av_remove of never-connected peer "
+              + handle
+              + " with -FI_EINVAL; fi_av_lookup confirms the entry is gone");
+      return 0;
+    }
+    return removed;
+  }
+
+  /**
+   * Whether {@code fi_av_lookup} refuses a handle, that is whether the address vector no longer
+   * holds it. False when the provider has no lookup or still resolves the handle.
+   */
+  private boolean isGoneFromTheAddressVector(long handle) {
+    if (objects.fnAvLookup.address() == 0) {
+      return false;
+    }
+    try (Arena call = Arena.ofConfined()) {
+      MemorySegment address = call.allocate(Math.max(objects.localAddress.length, 1), 8);
+      MemorySegment length = call.allocate(JAVA_LONG);
+      length.set(JAVA_LONG, 0, address.byteSize());
+      int looked =
+          (int)
+              Native.I_LLLL.invokeExact(
+                  objects.fnAvLookup, objects.av, handle, address.address(), length.address());
+      return looked == -Abi.FI_EINVAL;
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * How many removals answered {@code -FI_EINVAL} under the sockets quirk ({@link
+   * Quirks#socketsRemovalAnswersEinval}) and were reported as the success they were. For tests.
+   *
+   * @return the count since the endpoint opened
+   */
+  int quirkRemovals() {
+    return quirkRemovals;
   }
 
   /**

@@ -64,6 +64,7 @@ final class FabricObjects {
   MemorySegment fnCqStrerror = MemorySegment.NULL;
   MemorySegment fnAvInsert = MemorySegment.NULL;
   MemorySegment fnAvRemove = MemorySegment.NULL;
+  MemorySegment fnAvLookup = MemorySegment.NULL;
   MemorySegment fnMrReg = MemorySegment.NULL;
 
   /**
@@ -193,6 +194,8 @@ final class FabricObjects {
     long avOps = Native.word(av + Abi.AV_OPS);
     fnAvInsert = Native.function(avOps, Abi.OPS_AV_INSERT, "fi_av_insert");
     fnAvRemove = Native.function(avOps, Abi.OPS_AV_REMOVE, "fi_av_remove");
+    // Optional here: only the sockets removal quirk asks it (AddressVector.remove).
+    fnAvLookup = MemorySegment.ofAddress(Native.word(avOps + Abi.OPS_AV_LOOKUP));
 
     // Zeroed apart from the format: default size, and no wait object (FI_WAIT_NONE is 0).
     MemorySegment cqAttr = arena.allocate(ATTR_BYTES, 8);

@@ -65,7 +65,9 @@ public final class Libfabric {
   }
 
   /**
-   * The API version this binding asks for: the smaller of 2.0 and the library's version.
+   * The API version this binding asks for: the smaller of the newest version dma has been verified
+   * against (2.6) and the library's version (see {@code Native.apiVersionFor} for what each version
+   * gate changes).
    *
    * @return the packed version, or 0 when libfabric is unavailable
    */

@@ -1,5 +1,6 @@
 package dev.dma.libfabric;
 
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.dma.api.DmaConfiguration;
@@ -350,6 +351,32 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   public int removePeer(long handle) {
     ensureOpen();
     return peers.remove(handle);
+  }
+
+  /**
+   * Removals that sockets answered with {@code -FI_EINVAL} although they happened, reported as
+   * success ({@link Quirks#socketsRemovalAnswersEinval}). For tests.
+   *
+   * @return the count since the endpoint opened
+   */
+  int quirkRemovals() {
+    return peers.quirkRemovals();
+  }
+
+  /**
+   * The API version libfabric recorded for this endpoint: in the {@code fi_info} it returned
+   * ({@code fabric_attr->api_version}) and in the open fabric ({@code fid_fabric->api_version}),
+   * which is what the providers' version gates read. For tests.
+   *
+   * @return {info's, fabric's}
+   */
+  int[] recordedApiVersions() {
+    ensureOpen();
+    long fabricAttr = Native.word(objects.info + Abi.INFO_FABRIC_ATTR);
+    return new int[] {
+      Native.MEMORY.get(JAVA_INT, fabricAttr + Abi.FABRIC_ATTR_API_VERSION),
+      Native.MEMORY.get(JAVA_INT, objects.fabric + Abi.FABRIC_API_VERSION)
+    };
   }
 
   // ---------------------------------------------------------------------------------------------

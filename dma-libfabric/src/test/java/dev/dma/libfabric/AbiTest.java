@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.dma.api.Errno;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.C;
 import java.io.IOException;
@@ -16,8 +17,13 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Every offset, size and constant in {@link Abi} equals what the headers of the libfabric under
@@ -27,6 +33,7 @@ import org.junit.jupiter.api.Test;
  * (the check would then be about some other libfabric). Prints the loaded library, both versions
  * and every compared value, so a CI log shows which libfabric a run tested.
  */
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
 class AbiTest {
   /** Keys the program prints besides the {@link Abi} fields; no field may have these names. */
   private static final String HEADER_MAJOR = "header.FI_MAJOR_VERSION";
@@ -144,6 +151,152 @@ class AbiTest {
         mismatches,
         "ABI mismatches against the headers in " + LibfabricHeaders.describe());
     assertEquals(java.size(), c.size());
+  }
+
+  /**
+   * The {@link Errno} constants that older {@code rdma/fi_errno.h} lack, each with the first
+   * libfabric whose headers are known to define it (from the headers of 1.17, 2.1 and 2.6 and
+   * NEWS.md). Headers older than that may lack the name; any other absence fails.
+   */
+  private static final Map<String, Integer> ERRNO_ADDED =
+      Map.of(
+          "FI_ENOMR", 1 << 16 | 20, // not in 1.17's; NEWS.md: "Introduce FI_ENOMR" in 1.20.0
+          "FI_EPROTO", 2 << 16 | 1, // commented out in 1.17's, defined in 2.1's
+          "FI_EFIREWALLADDR", 2 << 16 | 6); // not in 1.17's or 2.1's, in 2.6's
+
+  /** Names in {@link Errno} that are not libfabric's: the libc errno values it reports raw. */
+  private static final Set<String> ERRNO_LIBC = Set.of("EPIPE");
+
+  /** A {@code #define FI_E...} or an {@code FI_E... = } enum entry, not commented out. */
+  private static final Pattern ERRNO_NAME =
+      Pattern.compile("^\\s*(?:#define\\s+(FI_E\\w+)\\s+\\S|(FI_E\\w+)\\s*=)", Pattern.MULTILINE);
+
+  /**
+   * {@link Errno} is complete against the headers under test and every value equals theirs: each
+   * {@code FI_E*} that {@code rdma/fi_errno.h} defines (read from its text, commented-out lines
+   * skipped) is an {@link Errno} constant with the header's value, and each {@link Errno} constant
+   * the headers lack is one added in a later libfabric ({@link #ERRNO_ADDED}) than these headers.
+   */
+  @Test
+  void errnoHasEveryCodeTheHeadersDefineWithTheirValues() throws Exception {
+    Path header = errnoHeader();
+    String text = Files.readString(header, StandardCharsets.UTF_8);
+    Set<String> defined = new TreeSet<>();
+    Matcher names = ERRNO_NAME.matcher(text);
+    while (names.find()) {
+      defined.add(names.group(1) != null ? names.group(1) : names.group(2));
+    }
+    defined.remove("FI_ERRNO_H"); // the include guard
+    assertTrue(defined.size() > 40, "only " + defined + " found in " + header);
+
+    Map<String, Long> java = new LinkedHashMap<>();
+    for (Field field : Errno.class.getDeclaredFields()) {
+      if (Modifier.isStatic(field.getModifiers()) && field.getType() == int.class) {
+        java.put(field.getName(), (long) field.getInt(null));
+      }
+    }
+    Set<String> missingFromErrno = new TreeSet<>(defined);
+    missingFromErrno.removeAll(java.keySet());
+    assertEquals(
+        Set.of(), missingFromErrno, header + " defines codes that dev.dma.api.Errno lacks");
+
+    int headerVersion = headerVersion();
+    List<String> compared = new ArrayList<>();
+    List<String> tolerated = new ArrayList<>();
+    List<String> unexplained = new ArrayList<>();
+    for (String name : java.keySet()) {
+      if (defined.contains(name) || ERRNO_LIBC.contains(name)) {
+        compared.add(name);
+      } else if (ERRNO_ADDED.containsKey(name) && headerVersion < ERRNO_ADDED.get(name)) {
+        tolerated.add(name);
+      } else {
+        unexplained.add(name);
+      }
+    }
+    assertEquals(
+        List.of(),
+        unexplained,
+        "Errno constants that "
+            + header
+            + " (libfabric "
+            + Libfabric.versionText(headerVersion)
+            + ") does not define, and that no later libfabric is known to have added");
+
+    StringBuilder program =
+        new StringBuilder("#include <stdio.h>\n#include <errno.h>\n#include <rdma/fi_errno.h>\n")
+            .append("int main(void) {\n");
+    for (String name : compared) {
+      program
+          .append("  printf(\"%s %lld\\n\", \"")
+          .append(name)
+          .append("\", (long long) (")
+          .append(name)
+          .append("));\n");
+    }
+    program.append("  return 0;\n}\n");
+    Map<String, Long> c = compileAndRun("errno", program.toString());
+    List<String> mismatches = new ArrayList<>();
+    for (String name : compared) {
+      if (!java.get(name).equals(c.get(name))) {
+        mismatches.add(name + ": Java " + java.get(name) + ", C " + c.get(name));
+      }
+    }
+    System.out.println(
+        "AbiTest: Errno: "
+            + compared.size()
+            + " constants compared against "
+            + header
+            + (tolerated.isEmpty()
+                ? ""
+                : "; not in these headers (added in a later libfabric): " + tolerated));
+    assertEquals(List.of(), mismatches, "Errno values differ from " + header);
+  }
+
+  /** The {@code rdma/fi_errno.h} gcc includes with the flags under test (its {@code -M} list). */
+  private static Path errnoHeader() throws Exception {
+    Path dir = Path.of("target", "abi");
+    Files.createDirectories(dir);
+    Path source = dir.resolve("errno-header.c");
+    Files.writeString(source, "#include <rdma/fi_errno.h>\n", StandardCharsets.UTF_8);
+    List<String> gcc = new ArrayList<>(List.of("gcc", "-M"));
+    gcc.addAll(LibfabricHeaders.includeFlags());
+    gcc.add(source.toString());
+    for (String token : run(gcc).split("[\\s\\\\]+")) {
+      if (token.endsWith("/rdma/fi_errno.h")) {
+        return Path.of(token);
+      }
+    }
+    throw new AssertionError("gcc -M names no rdma/fi_errno.h for " + LibfabricHeaders.describe());
+  }
+
+  /** FI_MAJOR_VERSION.FI_MINOR_VERSION of the headers under test, packed. */
+  private static int headerVersion() throws Exception {
+    Map<String, Long> c =
+        compileAndRun(
+            "version",
+            "#include <stdio.h>\n#include <rdma/fabric.h>\nint main(void) {\n"
+                + "  printf(\"major %d\\nminor %d\\n\", FI_MAJOR_VERSION, FI_MINOR_VERSION);\n"
+                + "  return 0;\n}\n");
+    return (int) (c.get("major") << 16 | c.get("minor"));
+  }
+
+  /** Compiles a program printing "name value" lines against the headers, runs it, parses it. */
+  private static Map<String, Long> compileAndRun(String name, String program) throws Exception {
+    Path dir = Path.of("target", "abi");
+    Files.createDirectories(dir);
+    Path source = dir.resolve(name + ".c");
+    Path binary = dir.resolve(name);
+    Files.writeString(source, program, StandardCharsets.UTF_8);
+    List<String> gcc = new ArrayList<>(List.of("gcc", "-std=gnu11", "-Wall", "-Werror"));
+    gcc.addAll(LibfabricHeaders.includeFlags());
+    gcc.addAll(List.of("-o", binary.toString(), source.toString()));
+    run(gcc);
+    Map<String, Long> values = new LinkedHashMap<>();
+    for (String line : run(List.of(binary.toAbsolutePath().toString())).split("\n")) {
+      String[] parts = line.trim().split(" ");
+      values.put(parts[0], Long.parseLong(parts[1]));
+    }
+    return values;
   }
 
   /** Which libfabric was checked, both versions, and every value, for the build log. */

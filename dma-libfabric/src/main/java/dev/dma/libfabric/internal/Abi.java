@@ -23,9 +23,21 @@ public final class Abi {
   @C("FI_VERSION(1, 20)")
   public static final int FI_VERSION_1_20 = (1 << 16) | 20;
 
-  /** {@code FI_VERSION(2, 0)}: the newest API this binding asks for. */
+  /** {@code FI_VERSION(2, 0)}: the first 2.x API. */
   @C("FI_VERSION(2, 0)")
   public static final int FI_VERSION_2_0 = 2 << 16;
+
+  /**
+   * {@code FI_VERSION(2, 5)}: the first release whose sockets provider answers {@code fi_av_remove}
+   * of a never-connected peer with {@code -FI_EINVAL}, and the first API with counter limits in
+   * {@code fi_domain_attr}.
+   */
+  @C("FI_VERSION(2, 5)")
+  public static final int FI_VERSION_2_5 = (2 << 16) | 5;
+
+  /** {@code FI_VERSION(2, 6)}: the newest API dma has been verified against (see Native). */
+  @C("FI_VERSION(2, 6)")
+  public static final int FI_VERSION_2_6 = (2 << 16) | 6;
 
   // ---- struct fi_info ----
 
@@ -97,6 +109,10 @@ public final class Abi {
   @C("offsetof(struct fi_fabric_attr, prov_name)")
   public static final long FABRIC_ATTR_PROV_NAME = 16;
 
+  /** {@code fi_fabric_attr.api_version} (uint32): the version {@code fi_getinfo} was asked for. */
+  @C("offsetof(struct fi_fabric_attr, api_version)")
+  public static final long FABRIC_ATTR_API_VERSION = 28;
+
   // ---- fid and the ops tables ----
 
   /** {@code fid.ops}: the {@code fi_ops} table of every object. */
@@ -118,6 +134,10 @@ public final class Abi {
   /** {@code fid_fabric.ops}. */
   @C("offsetof(struct fid_fabric, ops)")
   public static final long FABRIC_OPS = 24;
+
+  /** {@code fid_fabric.api_version} (uint32): the version the providers see for this fabric. */
+  @C("offsetof(struct fid_fabric, api_version)")
+  public static final long FABRIC_API_VERSION = 32;
 
   /** {@code fi_ops_fabric.domain}. */
   @C("offsetof(struct fi_ops_fabric, domain)")
@@ -194,6 +214,10 @@ public final class Abi {
   /** {@code fi_ops_av.remove}. */
   @C("offsetof(struct fi_ops_av, remove)")
   public static final long OPS_AV_REMOVE = 32;
+
+  /** {@code fi_ops_av.lookup}. */
+  @C("offsetof(struct fi_ops_av, lookup)")
+  public static final long OPS_AV_LOOKUP = 40;
 
   /** {@code fid_mr.mem_desc} ({@code fi_mr_desc} is this field). */
   @C("offsetof(struct fid_mr, mem_desc)")

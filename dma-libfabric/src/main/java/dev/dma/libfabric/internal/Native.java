@@ -190,10 +190,67 @@ public final class Native {
   public static final String LIBRARY_FILE;
 
   /**
-   * The API version every call asks for: {@code min(FI_VERSION(2,0), fi_version())}. Asking a
-   * library for a newer API than it has makes {@code fi_getinfo} fail with {@code -FI_ENOSYS}.
+   * The API version every call asks for: {@link #apiVersionFor apiVersionFor(fi_version())}, the
+   * newest version dma has been verified against ({@code FI_VERSION(2, 6)}) that the loaded library
+   * supports. Never above the library's: {@code fi_getinfo} refuses a newer API with {@code
+   * -FI_ENOSYS} (and skips any provider built for an older one).
    */
   public static final int API_VERSION;
+
+  /** The newest API version dma has run its suites against: libfabric 2.6. */
+  public static final int NEWEST_VERIFIED_API = Abi.FI_VERSION_2_6;
+
+  /**
+   * The API version dma asks a library of version {@code libraryVersion} for: {@code
+   * min(libraryVersion, 2.6)}. So 1.17 gets 1.17, 2.1 gets 2.1, 2.6 gets 2.6, and a later library
+   * gets 2.6 until dma is verified against it.
+   *
+   * <p>What the requested version switches, from the {@code FI_VERSION_GE}/{@code FI_VERSION_LT}
+   * checks on the requested version (or {@code fabric_attr->api_version}) in the 2.1.0 and 2.6.0
+   * sources ({@code src/}, {@code prov/util}, {@code prov/tcp}, {@code prov/rxm}, {@code prov/shm},
+   * {@code prov/efa}, {@code prov/sockets}, {@code include/}) and man pages. The gates at or below
+   * 1.17 are on for every library dma supports and are not listed.
+   *
+   * <ul>
+   *   <li>Any version: {@code fi_getinfo} answers {@code -FI_ENOSYS} when it is newer than {@code
+   *       fi_version()} ({@code src/fabric.c}), and skips every provider whose own {@code
+   *       fi_version} is older than it; built-in providers carry their library's version ({@code
+   *       OFI_VERSION_LATEST}), so only an external provider built for an older libfabric is
+   *       affected. Every returned {@code fabric_attr->api_version}, and so the fabric the
+   *       providers see, carries the requested version.
+   *   <li>1.18 (efa only): CUDA API use permitted, {@code FI_OPT_EFA_USE_DEVICE_RDMA} through
+   *       {@code fi_setopt}, device RDMA on by default where the hardware has it, {@code FI_HMEM}
+   *       offered with CUDA. tcp, shm: nothing.
+   *   <li>1.19 (util MR map: tcp, shm, rxm, efa): {@code hmem_data} of an {@code fi_mr_attr} is
+   *       copied. dma registers host memory only.
+   *   <li>1.20: {@code fi_cq_readerr} copies the 88-byte {@code fi_cq_err_entry} with {@code
+   *       src_addr} (util, {@code include/ofi_util.h}; see {@code LibfabricEndpoint}); {@code
+   *       FI_AV_AUTH_KEY} and {@code max_ep_auth_key} are checked in the domain and endpoint
+   *       attributes (util); {@code FI_MR_DMABUF} is accepted (efa, util MR map). dma sets no auth
+   *       key and registers host memory.
+   *   <li>1.22 and 2.0 (util MR map): {@code page_size} (1.22), {@code base_mr} and {@code
+   *       sub_mr_cnt} (2.0) of an {@code fi_mr_attr} are copied. dma's {@code fi_mr_reg} passes no
+   *       attribute struct.
+   *   <li>2.1 to 2.4: no gate in 2.1.0's or 2.6.0's sources (2.1 asks 2.1 and behaves as 2.0).
+   *   <li>2.5: {@code fi_domain_attr} has {@code max_cntr_value}/{@code max_err_cntr_value}: util
+   *       ({@code ofi_check_domain_attr}: tcp, rxm, shm) refuses hints that ask more than a
+   *       provider's static limit, which tcp, rxm and shm leave unset (0: no check), and reports
+   *       {@code UINT64_MAX} either way; efa reports its device's counter limits only from 2.5. dma
+   *       opens no counters and leaves both hints zero, so on tcp and shm nothing observable
+   *       changes; on efa, only the reported limits.
+   *   <li>2.6: no gate of its own.
+   * </ul>
+   *
+   * <p>So asking for 2.6 rather than 2.0 changes nothing dma uses on tcp, shm or sockets, and on
+   * efa only the counter limits it reports; the reason to ask is that behaviour gated on newer API
+   * versions is on where dma has been verified with it.
+   *
+   * @param libraryVersion the library's packed {@code fi_version()}
+   * @return the packed API version to request
+   */
+  public static int apiVersionFor(int libraryVersion) {
+    return Math.min(NEWEST_VERIFIED_API, libraryVersion);
+  }
 
   static {
     String reason = null;
@@ -234,7 +291,7 @@ public final class Native {
     FI_STRERROR = strerror;
     LIBRARY_VERSION = reason == null ? version : 0;
     LIBRARY_FILE = reason == null ? mappedFile(requestedLibrary()) : requestedLibrary();
-    API_VERSION = reason == null ? Math.min(Abi.FI_VERSION_2_0, version) : 0;
+    API_VERSION = reason == null ? apiVersionFor(version) : 0;
   }
 
   /** A failure to find the library or one of its symbols, with the sentence to show the user. */
