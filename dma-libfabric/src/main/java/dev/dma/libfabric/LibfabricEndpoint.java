@@ -478,15 +478,21 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (!postable(slot, peer)) {
       return -Abi.FI_EINVAL;
     }
-    if (peers.isClosedLocal(peer)) {
-      return -Abi.FI_ENOTCONN;
-    }
     ShmBounce shm = bounce;
     if (shm != null && descriptor == 0) {
+      // The copy comes before the closed-peer check: between that check and the post, a peer
+      // endpoint of this process that closes unmaps what shm writes into, so that window stays
+      // as short as it is without a copy.
       long from = shm.source(slot, localAddress, lengthBytes);
+      if (peers.isClosedLocal(peer)) {
+        return -Abi.FI_ENOTCONN;
+      }
       int code = writemsg(slot, peer, from, lengthBytes, descriptor, remoteAddress, remoteKey);
       shm.posted(slot, from, code == POSTED);
       return code;
+    }
+    if (peers.isClosedLocal(peer)) {
+      return -Abi.FI_ENOTCONN;
     }
     return writemsg(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
   }
@@ -537,15 +543,20 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (!postable(slot, peer)) {
       return -Abi.FI_EINVAL;
     }
-    if (peers.isClosedLocal(peer)) {
-      return -Abi.FI_ENOTCONN;
-    }
     ShmBounce shm = bounce;
     if (shm != null && descriptor == 0) {
+      // Before the closed-peer check, as in postWrite: its buffer may need allocating.
       long into = shm.landing(slot, localAddress, lengthBytes);
+      if (peers.isClosedLocal(peer)) {
+        shm.posted(slot, into, false);
+        return -Abi.FI_ENOTCONN;
+      }
       int code = read(slot, peer, into, lengthBytes, descriptor, remoteAddress, remoteKey);
       shm.posted(slot, into, code == POSTED);
       return code;
+    }
+    if (peers.isClosedLocal(peer)) {
+      return -Abi.FI_ENOTCONN;
     }
     return read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
   }
