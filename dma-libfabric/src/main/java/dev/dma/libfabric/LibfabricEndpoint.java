@@ -543,18 +543,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (!postable(slot, peer)) {
       return -Abi.FI_EINVAL;
     }
-    ShmBounce shm = bounce;
-    if (shm != null && descriptor == 0) {
-      // Before the closed-peer check, as in postWrite: its buffer may need allocating.
-      long into = shm.landing(slot, localAddress, lengthBytes);
-      if (peers.isClosedLocal(peer)) {
-        shm.posted(slot, into, false);
-        return -Abi.FI_ENOTCONN;
-      }
-      int code = read(slot, peer, into, lengthBytes, descriptor, remoteAddress, remoteKey);
-      shm.posted(slot, into, code == POSTED);
-      return code;
-    }
+    // No bounce for reads, on shm either: a read's landing buffer was never written after its
+    // failure was delivered, on any provider (OperandSafetyTest checks every one, every run).
     if (peers.isClosedLocal(peer)) {
       return -Abi.FI_ENOTCONN;
     }

@@ -2,34 +2,34 @@ package dev.dma.libfabric;
 
 import dev.dma.libfabric.internal.Native;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
- * Bounce buffers between the caller's operands and libfabric's shm provider, one per op slot, so
- * that no shm peer touches an operand after its completion was delivered.
+ * Bounce buffers between the caller's write sources and libfabric's shm provider, one per op slot,
+ * so that no shm peer reads a source after its completion was delivered.
  *
  * <p>Why: with cross-memory attach (on by default wherever the kernel allows {@code
  * process_vm_readv}), a shm write above 4 KiB posted with {@code FI_DELIVERY_COMPLETE} is a command
  * in the <em>target's</em> queue that names this process's memory, and the target copies it out
- * whenever it gets to the command; a read likewise has the target copy into this process's landing
- * buffer. Closing dma's endpoint cancels neither (measured on 1.17 and 2.1 with a target that was
- * stopped and resumed: a failed 64 KiB write landed as whatever the caller had put in the buffer
- * after the failure; 2.6 chooses the same path, with or without delivery-complete). Turning
- * cross-memory attach off instead ({@code FI_SHM_DISABLE_CMA}) moves the bytes through shm's shared
- * bounce buffers, but then a peer endpoint in the same process that closes with a transfer to it in
- * progress is written after its unmap: a SIGSEGV, measured on 1.17 and 2.1.
+ * whenever it gets to the command. Closing dma's endpoint does not cancel it (measured on 1.17 and
+ * 2.1 with a target that was stopped and resumed: a failed 64 KiB write landed as whatever the
+ * caller had put in the buffer after the failure; 2.6 chooses the same path, with or without
+ * delivery-complete). Reads need no bounce: no landing buffer was written after its failure was
+ * delivered, on any provider, in the same experiments and in every run of {@code
+ * OperandSafetyTest}, which checks each one. Turning cross-memory attach off instead ({@code
+ * FI_SHM_DISABLE_CMA}) moves the bytes through shm's shared bounce buffers, but then a peer
+ * endpoint in the same process that closes with a transfer to it in progress is written after its
+ * unmap: a SIGSEGV, measured on 1.17 and 2.1.
  *
- * <p>So the peer only ever sees memory owned here: a write is copied into the slot's buffer before
- * it is posted from there, a read lands there and is copied into the caller's buffer when it
- * succeeds. A buffer whose operation did not succeed (an error completion, or an endpoint reset or
- * close with the operation still posted) is never used again and never freed: the peer may still
- * read or write it, at any later time. That costs memory in proportion to the bytes of failed shm
- * transfers, for the life of the process; {@link #quarantinedBytes()} says how much.
+ * <p>So the peer only ever reads memory owned here: a write is copied into the slot's buffer before
+ * it is posted from there. A buffer whose write did not succeed (an error completion, or an
+ * endpoint reset or close with the write still posted) is never used again and never freed: the
+ * peer may still read it, at any later time. That costs memory in proportion to the bytes of failed
+ * shm writes, for the life of the process; {@link #quarantinedBytes()} says how much.
  *
- * <p>Cost: one extra copy per shm transfer, in the worker, of memory that shm itself copies once
- * more; writes up to {@link #DIRECT_WRITE_BYTES} skip it, since shm copies them into its own queue
- * inside the post.
+ * <p>Cost: one extra copy per shm write above {@link #DIRECT_WRITE_BYTES}, in the worker, of memory
+ * that shm itself copies once more (writes up to that length skip it: shm copies them into its own
+ * queue inside the post). Measured (dma-bench, one process, window 16, alternating runs): 64 KiB
+ * writes at 0.40 to 0.50 of their rate without it, 1 MiB at 0.33 to 0.48.
  *
  * <p>Threads: the endpoint's owner (the fabric worker) only, as the endpoint itself.
  */
@@ -45,19 +45,13 @@ final class ShmBounce {
 
   private final long[] buffer;
   private final long[] capacity;
-  // Where a read's bytes go when it succeeds (0 for a write), and how many.
-  private final long[] landing;
-  private final long[] landingBytes;
   // Whether the slot's operation, now posted, uses the slot's buffer.
   private final boolean[] inUse;
-  private final List<Long> quarantine = new ArrayList<>();
   private long quarantinedBytes;
 
   ShmBounce(int slots) {
     buffer = new long[slots];
     capacity = new long[slots];
-    landing = new long[slots];
-    landingBytes = new long[slots];
     inUse = new boolean[slots];
   }
 
@@ -71,37 +65,17 @@ final class ShmBounce {
     }
     long copy = reserve(slot, lengthBytes);
     MemorySegment.copy(Native.MEMORY, operand, Native.MEMORY, copy, lengthBytes);
-    landing[slot] = 0;
     return copy;
-  }
-
-  /** The address to post a read of {@code lengthBytes} into: the slot's buffer. */
-  long landing(int slot, long operand, long lengthBytes) {
-    long into = reserve(slot, lengthBytes);
-    landing[slot] = operand;
-    landingBytes[slot] = lengthBytes;
-    return into;
   }
 
   /** After a post: the slot's buffer is the provider's until the operation ends, if posted. */
   void posted(int slot, long postedFrom, boolean accepted) {
     inUse[slot] = accepted && postedFrom == buffer[slot] && postedFrom != 0;
-    if (!inUse[slot]) {
-      landing[slot] = 0;
-    }
   }
 
-  /** A successful completion: a read's bytes go to the caller's buffer; the slot's is free. */
+  /** A successful completion: the slot's buffer is free again. */
   void succeeded(int slot) {
-    if (!inUse[slot]) {
-      return;
-    }
     inUse[slot] = false;
-    if (landing[slot] != 0) {
-      MemorySegment.copy(
-          Native.MEMORY, buffer[slot], Native.MEMORY, landing[slot], landingBytes[slot]);
-      landing[slot] = 0;
-    }
   }
 
   /** An error completion: the peer may still act on the slot's buffer, which is given up. */
@@ -166,8 +140,7 @@ final class ShmBounce {
 
   private void giveUp(int slot) {
     inUse[slot] = false;
-    landing[slot] = 0;
-    quarantine.add(buffer[slot]);
+    // Not freed: native memory, so nothing but this count remembers it.
     quarantinedBytes += capacity[slot];
     buffer[slot] = 0;
     capacity[slot] = 0;
