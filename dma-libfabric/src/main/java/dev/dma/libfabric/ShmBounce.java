@@ -28,8 +28,9 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>Cost: one extra copy per shm write above {@link #DIRECT_WRITE_BYTES}, in the worker, of memory
  * that shm itself copies once more (writes up to that length skip it: shm copies them into its own
- * queue inside the post). Measured (dma-bench, one process, window 16, alternating runs): 64 KiB
- * writes at 0.40 to 0.50 of their rate without it, 1 MiB at 0.33 to 0.48.
+ * queue inside the post). Measured (dma-bench, one process, window 16, two alternating rounds on a
+ * noisy two-core machine): 64 KiB writes at 0.49 and 0.72 of their rate without it, 1 MiB writes at
+ * 0.43 and 0.50; 4 KiB writes and all reads unchanged within the noise.
  *
  * <p>Threads: the endpoint's owner (the fabric worker) only, as the endpoint itself.
  */

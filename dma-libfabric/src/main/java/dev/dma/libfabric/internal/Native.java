@@ -144,6 +144,16 @@ public final class Native {
 
   // ---- libfabric ----
 
+  /**
+   * The efa provider's switch for handing peers on the same host to its own shm endpoint, which dma
+   * sets to 0 in its process before libfabric reads it, unless it is already set. efa posts a
+   * same-host write to shm with dma's flags ({@code fi_writemsg(shm_ep, msg, flags)}, 2.1 to 2.6),
+   * so that write is a command in the peer's queue naming this process's memory, which the peer
+   * copies whenever it gets to it, after a failure was delivered too; dma's own shm bounce buffers
+   * do not reach inside efa. With it off, same-host peers go through the EFA device like any other.
+   */
+  public static final String EFA_SHM_ENVIRONMENT = "FI_EFA_ENABLE_SHM_TRANSFER";
+
   /** The library loaded when {@link #LIBRARY_PROPERTY} is not set: the SONAME of 1.x and 2.x. */
   public static final String DEFAULT_LIBRARY = "libfabric.so.1";
 
@@ -317,6 +327,15 @@ public final class Native {
                   arena.allocateFrom("1").address(),
                   1);
       ignored = (int) I_L.invokeExact(UNSETENV, arena.allocateFrom("HFI_BACKTRACE").address());
+      // Before the first fi_getinfo, when efa reads its parameters; overwrite 0, so a value the
+      // user set stands. See EFA_SHM_ENVIRONMENT.
+      ignored =
+          (int)
+              I_LLI.invokeExact(
+                  SETENV,
+                  arena.allocateFrom(EFA_SHM_ENVIRONMENT).address(),
+                  arena.allocateFrom("0").address(),
+                  0);
     }
     String name = requestedLibrary();
     try (var _ = SignalGuard.save()) {
