@@ -54,13 +54,29 @@ final class LineChild {
 
   /** Starts a child whose standard error goes to {@code target/partition/<name>.log}. */
   static LineChild start(NetnsPair pair, String name, List<String> command) throws IOException {
-    Path dir = Path.of("target", "partition");
+    LineChild child = start("partition", name, command);
+    pair.adopt(child.process);
+    return child;
+  }
+
+  /** Starts a child whose standard error goes to {@code target/<folder>/<name>.log}. */
+  static LineChild start(String folder, String name, List<String> command) throws IOException {
+    Path dir = Path.of("target", folder);
     Files.createDirectories(dir);
     Path log = dir.resolve(name + ".log");
     Process process =
         new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.to(log.toFile())).start();
-    pair.adopt(process);
     return new LineChild(name, process, log);
+  }
+
+  /** The child's process id, for signals. */
+  long pid() {
+    return process.pid();
+  }
+
+  /** Whether the child still runs. */
+  boolean isAlive() {
+    return process.isAlive();
   }
 
   /** Waits for a line starting with {@code prefix} (other lines are printed and skipped). */

@@ -15,14 +15,10 @@ import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.libfabric.Libfabric;
 import dev.dma.libfabric.LibfabricProvider;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -384,39 +380,18 @@ class OperandSafetyTest {
   }
 
   /**
-   * The child JVM: bounded waits for its answers, and on close it is resumed, asked to quit, and
-   * killed (with its shm files removed) when it does not.
+   * The child JVM, over {@link LineChild} (bounded waits for its answers): on close it is resumed,
+   * asked to quit, and killed (with its shm files removed) when it does not.
    */
   private static final class Child implements AutoCloseable {
-    private static final String EOF = "\u0000eof";
+    private static int started;
 
-    final Process process;
+    final LineChild child;
     final Advertisement ad;
-    private final PrintWriter in;
-    private final LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
 
-    private Child(Process process) throws Exception {
-      this.process = process;
-      this.in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
-      Thread reader =
-          new Thread(
-              () -> {
-                try (BufferedReader out =
-                    new BufferedReader(
-                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                  String line;
-                  while ((line = out.readLine()) != null) {
-                    lines.add(line);
-                  }
-                } catch (IOException gone) {
-                  // EOF below says so.
-                }
-                lines.add(EOF);
-              },
-              "operand-target-" + process.pid());
-      reader.setDaemon(true);
-      reader.start();
-      String first = expect("advertisement ");
+    private Child(LineChild child) throws Exception {
+      this.child = child;
+      String first = child.expect("advertisement ", ANSWER);
       this.ad = Advertisement.fromFields(List.of(first.substring(14).split(" ")));
     }
 
@@ -439,28 +414,17 @@ class OperandSafetyTest {
               provider,
               bind,
               Long.toString(REGION)));
-      Process process =
-          new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+      LineChild child = LineChild.start("operand-safety", "target-" + ++started, command);
       try {
-        return new Child(process);
+        return new Child(child);
       } catch (Exception | Error failed) {
-        process.destroyForcibly();
+        child.kill();
         throw failed;
       }
     }
 
-    private String expect(String prefix) throws InterruptedException {
-      String line = lines.poll(ANSWER.toMillis(), TimeUnit.MILLISECONDS);
-      if (line == null || line.equals(EOF) || !line.startsWith(prefix)) {
-        throw new AssertionError(
-            "target " + process.pid() + " answered " + line + " where `" + prefix + "` was due");
-      }
-      return line;
-    }
-
     private String ask(String command) throws InterruptedException {
-      in.println(command);
-      return expect(command.split(" ")[0]);
+      return child.ask(command, ANSWER);
     }
 
     void insert(byte[] address) throws InterruptedException {
@@ -487,31 +451,31 @@ class OperandSafetyTest {
 
     private void signal(String name) throws Exception {
       Process kill =
-          new ProcessBuilder("kill", "-" + name, Long.toString(process.pid()))
+          new ProcessBuilder("kill", "-" + name, Long.toString(child.pid()))
               .redirectErrorStream(true)
               .start();
       assertTrue(kill.waitFor(10, TimeUnit.SECONDS), "kill -" + name + " hung");
-      assertEquals(0, kill.exitValue(), "kill -" + name + " " + process.pid());
+      assertEquals(0, kill.exitValue(), "kill -" + name + " " + child.pid());
     }
 
     @Override
     public void close() throws IOException {
       try {
-        if (process.isAlive()) {
-          new ProcessBuilder("kill", "-CONT", Long.toString(process.pid()))
+        if (child.isAlive()) {
+          new ProcessBuilder("kill", "-CONT", Long.toString(child.pid()))
               .start()
               .waitFor(10, TimeUnit.SECONDS);
-          in.println("quit");
+          child.send("quit");
         }
-        if (!process.waitFor(20, TimeUnit.SECONDS)) {
-          process.destroyForcibly();
-          process.waitFor(10, TimeUnit.SECONDS);
+        if (!child.waitForExit(Duration.ofSeconds(20))) {
+          child.kill();
+          child.waitForExit(Duration.ofSeconds(10));
         }
       } catch (InterruptedException interrupted) {
         Thread.currentThread().interrupt();
-        process.destroyForcibly();
+        child.kill();
       } finally {
-        removeShmFiles(process.pid());
+        removeShmFiles(child.pid());
       }
     }
 

@@ -19,8 +19,8 @@ import org.jspecify.annotations.Nullable;
  * neither, and tcp;ofi_rxm dies with SIGSEGV on a bad {@code fi_addr}.
  *
  * <p>Only the endpoint's owner thread calls it. The data path asks {@link #isLive} and {@link
- * #isClosedLocal} on every post: small methods of a final class that allocate nothing and take no
- * lock.
+ * #local} on every post: small methods of a final class that allocate nothing and take no lock (a
+ * post to a peer endpoint of this process locks that peer's record, see {@link ShmNames}).
  */
 final class AddressVector {
   /** Under the endpoint's name, as before peers had a class of their own. */
@@ -295,14 +295,14 @@ final class AddressVector {
   }
 
   /**
-   * Whether a live peer is an shm endpoint of this process that has closed (a post: SIGSEGV).
+   * The record of a live peer that is an shm endpoint of this process, or null: a post to it holds
+   * the record's monitor and checks {@link ShmNames.Local#open} under it (see {@link ShmNames}).
    *
    * @param peer a live handle
-   * @return whether it is closed
+   * @return the record, or null
    */
-  boolean isClosedLocal(long peer) {
-    ShmNames.Local local = localPeers[(int) peer];
-    return local != null && !local.open;
+  ShmNames.@Nullable Local local(long peer) {
+    return localPeers[(int) peer];
   }
 
   /** Forgets every handle: the address vector they index was closed. */

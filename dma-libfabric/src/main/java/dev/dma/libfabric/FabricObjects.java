@@ -261,8 +261,13 @@ final class FabricObjects {
    * name. A reopened endpoint registers its own (new) name.
    */
   void markSelfClosed() {
-    if (shmSelf != null) {
-      shmSelf.open = false;
+    ShmNames.Local self = shmSelf;
+    if (self != null) {
+      // Under the record's monitor, which a post to it from another endpoint of this process
+      // holds from its check of open to its return: the region is not unmapped inside a post.
+      synchronized (self) {
+        self.open = false;
+      }
       shmSelf = null;
     }
   }

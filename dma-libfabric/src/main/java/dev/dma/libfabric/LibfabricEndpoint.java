@@ -525,22 +525,26 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       return -Abi.FI_EINVAL;
     }
     ShmBounce shm = bounce;
-    if (shm != null && descriptor == 0) {
-      // The copy comes before the closed-peer check: between that check and the post, a peer
-      // endpoint of this process that closes unmaps what shm writes into, so that window stays
-      // as short as it is without a copy.
-      long from = shm.source(slot, localAddress, lengthBytes);
-      if (peers.isClosedLocal(peer)) {
-        return -Abi.FI_ENOTCONN;
+    // The copy into the bounce buffer comes first, outside the peer's lock below.
+    long from =
+        shm != null && descriptor == 0 ? shm.source(slot, localAddress, lengthBytes) : localAddress;
+    ShmNames.Local local = peers.local(peer);
+    int code;
+    if (local == null) {
+      code = writemsg(slot, peer, from, lengthBytes, descriptor, remoteAddress, remoteKey);
+    } else {
+      // A peer endpoint of this process: it must not close (and unmap) inside the post.
+      synchronized (local) {
+        if (!local.open) {
+          return -Abi.FI_ENOTCONN;
+        }
+        code = writemsg(slot, peer, from, lengthBytes, descriptor, remoteAddress, remoteKey);
       }
-      int code = writemsg(slot, peer, from, lengthBytes, descriptor, remoteAddress, remoteKey);
+    }
+    if (shm != null && descriptor == 0) {
       shm.posted(slot, from, code == POSTED);
-      return code;
     }
-    if (peers.isClosedLocal(peer)) {
-      return -Abi.FI_ENOTCONN;
-    }
-    return writemsg(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+    return code;
   }
 
   private int writemsg(
@@ -591,10 +595,17 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
     // No bounce for reads, on shm either: a read's landing buffer was never written after its
     // failure was delivered, on any provider (OperandSafetyTest checks every one, every run).
-    if (peers.isClosedLocal(peer)) {
-      return -Abi.FI_ENOTCONN;
+    ShmNames.Local local = peers.local(peer);
+    if (local == null) {
+      return read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
     }
-    return read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+    // A peer endpoint of this process: it must not close (and unmap) inside the post.
+    synchronized (local) {
+      if (!local.open) {
+        return -Abi.FI_ENOTCONN;
+      }
+      return read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+    }
   }
 
   private int read(

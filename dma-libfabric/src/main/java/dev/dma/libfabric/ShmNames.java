@@ -49,7 +49,14 @@ public final class ShmNames {
   /** {@code <pid>:<uid>:<index>}: the file names of shm endpoints opened without a source node. */
   private static final Pattern FILE_NAME = Pattern.compile("(\\d+):(\\d+):(\\d+)");
 
-  /** One shm endpoint this process opened; {@link #open} turns false just before its close. */
+  /**
+   * One shm endpoint this process opened; {@link #open} turns false just before its close, under
+   * the record's monitor. A post to it from another endpoint of this process holds the monitor from
+   * its check of {@link #open} to its return, so the region is never unmapped inside a post (shm
+   * copies the first part of a write into the peer's region inside the post). Copies shm makes
+   * later, while progressing a transfer already posted, are not covered: a peer endpoint of this
+   * process that closes with a transfer to it in flight is still a hazard.
+   */
   static final class Local {
     final String name;
     volatile boolean open = true;
