@@ -201,19 +201,7 @@ public record TransferRequest<T extends Operands>(
    * @return a request equal to this one but for its checksum
    */
   public TransferRequest<T> withChecksum(Checksum value) {
-    return checksum == value
-        ? this
-        : new TransferRequest<>(
-            clientId,
-            peerAddress,
-            remoteKey,
-            remoteAddress,
-            direction,
-            value,
-            context,
-            remoteBase,
-            remoteLength,
-            retryWrite);
+    return checksum == value ? this : with(value, retryWrite);
   }
 
   /**
@@ -224,19 +212,22 @@ public record TransferRequest<T extends Operands>(
    * @return a request equal to this one but for that choice
    */
   public TransferRequest<T> withRetryWrite(boolean value) {
-    return retryWrite == value
-        ? this
-        : new TransferRequest<>(
-            clientId,
-            peerAddress,
-            remoteKey,
-            remoteAddress,
-            direction,
-            checksum,
-            context,
-            remoteBase,
-            remoteLength,
-            value);
+    return retryWrite == value ? this : with(checksum, value);
+  }
+
+  /** A copy with the two per-request choices replaced; every other field is the same. */
+  private TransferRequest<T> with(Checksum newChecksum, boolean newRetryWrite) {
+    return new TransferRequest<>(
+        clientId,
+        peerAddress,
+        remoteKey,
+        remoteAddress,
+        direction,
+        newChecksum,
+        context,
+        remoteBase,
+        remoteLength,
+        newRetryWrite);
   }
 
   /**

@@ -59,7 +59,10 @@ class OperandSafetyTest {
   private static final byte LANDING = (byte) 0xCC;
   private static final Duration DEADLINE = Duration.ofSeconds(1);
 
-  /** How long a resumed target gets to act on whatever it still holds. */
+  /**
+   * How long a resumed target gets to act on whatever it still holds: a window in which a late
+   * landing shows itself, asserted right after; no wait depends on it.
+   */
   private static final long PROGRESS_MS = 800;
 
   private static final Duration ANSWER = Duration.ofSeconds(30);
@@ -158,6 +161,8 @@ class OperandSafetyTest {
       healthy.stop();
       try {
         submitAll(service, 2, stuck, arena, ops, cycle);
+        // A fixed stagger, bounding nothing: the healthy target's transfers are posted 300 ms
+        // after the stuck one's, so they are in flight, not yet due, when its deadline resets.
         Thread.sleep(300);
         submitAll(service, 1, healthy, arena, ops, cycle);
         // Past the stuck target's deadline (and so the reset), resume the slow one.
@@ -187,6 +192,7 @@ class OperandSafetyTest {
         warmUp(service, recorder, 1, target, arena);
         target.stop();
         submitAll(service, 1, target, arena, ops, cycle);
+        // A fixed delay, bounding nothing: the transfers are posted before the close begins.
         Thread.sleep(200);
         service.close(Duration.ofMillis(300));
         recorder.await(ops.size());
