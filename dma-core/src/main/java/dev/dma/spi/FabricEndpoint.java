@@ -60,6 +60,17 @@ public interface FabricEndpoint extends AutoCloseable {
   }
 
   /**
+   * A peer address as a person reads it in a failure message ({@code 10.0.0.2:4711} on tcp). By
+   * default the bytes in hex. Called on failure paths only.
+   *
+   * @param address a peer's address bytes, possibly malformed
+   * @return the text
+   */
+  default String peerText(byte[] address) {
+    return java.util.HexFormat.of().formatHex(address);
+  }
+
+  /**
    * Inserts one peer address into the address vector.
    *
    * @param address a peer's address, already checked by {@link #peerIdentity(byte[])}

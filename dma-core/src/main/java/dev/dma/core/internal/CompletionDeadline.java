@@ -114,12 +114,24 @@ final class CompletionDeadline {
     return now - flushDeadlineNs >= 0 ? "a flushed transfer's completion did not come" : null;
   }
 
-  /** The failure of an op of {@code clientId} that passed the completion deadline. */
-  DmaException error(long clientId) {
+  /**
+   * Whether an op that passed the deadline is still posted, waiting for its flush or the reset that
+   * recovers the endpoint: until then, what it holds at the provider is not free for others.
+   */
+  boolean recovering() {
+    return expiredInFlight > 0;
+  }
+
+  /**
+   * The failure of an op that passed the completion deadline.
+   *
+   * @param client the client and peer address it concerns, in words
+   */
+  DmaException error(String client) {
     return new DmaException(
         DmaException.Kind.TRANSFER,
         DmaException.Reason.DEADLINE,
-        text + " (client " + clientId + "): peer unreachable or completion lost",
+        client + ": " + text + ": peer unreachable or completion lost",
         0,
         0,
         null);

@@ -23,6 +23,8 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -101,11 +103,18 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private final AtomicLong outstanding;
   private final NanoClock ticker;
   private final long progressDeadlineNs;
-  private final String deadlineText;
+  // How long an op may keep getting -FI_EAGAIN while other transfers are in flight: the completion
+  // deadline (those transfers' completions free what the provider is short of), or the progress
+  // deadline when there is no completion deadline.
+  private final long stallBoundNs;
   private final CompletionDeadline completionDeadline;
-  // Clients whose transfer passed a deadline, with the error their later transfers fail with at
-  // once, until addPeer or removePeer. Empty (and never looked up) on a healthy server.
-  private final LongObjectMap<DmaException> deadPeers = new LongObjectMap<>();
+  // Client incarnations (client id and address) found dead, with the error their later transfers
+  // fail with at once, until addPeer, removePeer or a transfer carrying a new address for the
+  // client. Empty (and never looked up) on a healthy server.
+  private final LongObjectMap<DeadMark> deadPeers = new LongObjectMap<>();
+  // When inFlight last fell to 0: with nothing in flight, nothing the provider holds for us can
+  // be what a refused post waits for.
+  private long idleSinceNs;
   private final Consumer<byte[]> addressChanged;
   private final Backoff backoff;
   private boolean closeTimedOut;
@@ -178,14 +187,15 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     this.outstanding = outstanding;
     this.ticker = ticker;
     this.progressDeadlineNs = progressDeadline.toNanos();
-    this.deadlineText =
-        "no progress posting for "
-            + DurationFormat.format(progressDeadline)
-            + ": peer unreachable or transmit queue stuck";
+    this.stallBoundNs =
+        completionDeadline.isZero()
+            ? progressDeadlineNs
+            : Math.max(progressDeadlineNs, completionDeadline.toNanos());
     this.completionDeadline = new CompletionDeadline(completionDeadline);
     this.addressChanged = addressChanged;
     this.backoff = new Backoff(channel);
     readClock();
+    idleSinceNs = now;
     // A stale incarnation leaves the address vector only when its holders' ops are done, as every
     // other removal does.
     peers.deferRemovalWhile(clientId -> clients.get(clientId) != null);
@@ -481,14 +491,39 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     pending.addLast(op);
   }
 
-  /** Fails at intake a transfer whose client is marked dead; returns whether it was. */
+  /**
+   * Fails at intake a transfer to a client incarnation marked dead; returns whether it was. A
+   * transfer carrying an address the client never had before is its new incarnation (it restarted
+   * and advertised again): the mark, which belongs to the old one, is dropped and the transfer goes
+   * ahead. One carrying an address the client has since left goes ahead too, to fail as stale at
+   * post.
+   */
   private boolean refusedAsDead(TransferRequest<T> request) {
-    DmaException unreachable = deadPeers.get(request.clientId());
-    if (unreachable == null) {
+    DeadMark mark = deadPeers.get(request.clientId());
+    if (mark == null) {
       return false;
     }
-    refuseAtIntake(request.context(), unreachable);
+    if (!Arrays.equals(mark.address, request.peerAddress())) {
+      if (!peers.isPreviousAddress(request.clientId(), request.peerAddress())) {
+        deadPeers.remove(request.clientId());
+      }
+      return false;
+    }
+    refuseAtIntake(request.context(), mark.error);
     return true;
+  }
+
+  /**
+   * The error of the dead incarnation {@code op} was submitted to, or null while it is not dead.
+   */
+  private DmaException deadFor(Op<T> op) {
+    if (deadPeers.isEmpty()) {
+      return null;
+    }
+    DeadMark mark = deadPeers.get(op.client.id);
+    return mark != null && Arrays.equals(mark.address, op.request.peerAddress())
+        ? mark.error
+        : null;
   }
 
   /** Completes a transfer that never became an op (nothing was counted for a client yet). */
@@ -565,7 +600,16 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // enough for the JIT to inline (with them inline, a window-1 transfer on the fake cost 20 %
   // more).
 
-  /** An op the provider refused with -FI_EAGAIN: queued again, or failed past the deadline. */
+  /**
+   * An op the provider refused with -FI_EAGAIN: queued again, or failed when the refusal says its
+   * peer is dead. A full transmit queue is not a dead peer: while other transfers are in flight,
+   * their completions free what the provider is short of (a burst to one peer fills its queue; a
+   * dead shm neighbour holds shm's command slots until the completion deadline recovers them), so
+   * the op waits, up to the completion deadline ({@link #stallBoundNs}), and never while an expired
+   * transfer awaits its recovery. With nothing in flight, nothing of ours can be what the provider
+   * waits for: refused for the progress deadline then, the peer cannot be reached (its connection
+   * cannot be set up, or its queue stays full).
+   */
   private void stalled(Op<T> op, int code) {
     if (!op.stalled) {
       op.stalled = true;
@@ -574,18 +618,47 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     telemetry.stalled();
     // Also while closing: a connection still being set up answers -FI_EAGAIN too, so a stalled op
     // keeps its chance until the deadline, which bounds how long close() waits.
-    if (now - op.stalledSinceNs < progressDeadlineNs) {
+    String why = null;
+    if (inFlight == 0) {
+      if (now - Math.max(op.stalledSinceNs, idleSinceNs) >= progressDeadlineNs) {
+        why =
+            "no post to it was accepted for "
+                + DurationFormat.format(Duration.ofNanos(progressDeadlineNs))
+                + " with nothing else in flight: its connection could not be set up, or its"
+                + " queue stayed full (peer gone, stopped or not accepting)";
+      }
+    } else if (now - op.stalledSinceNs >= stallBoundNs && !completionDeadline.recovering()) {
+      why =
+          "no post to it was accepted for "
+              + DurationFormat.format(Duration.ofNanos(stallBoundNs))
+              + " while other transfers were in flight: its queue stayed full (peer stopped or not"
+              + " progressing)";
+    }
+    if (why == null) {
       pending.addLast(op);
       return;
     }
+    String text = clientText(op.client.id, op.request.peerAddress()) + ": " + why;
     DmaException error =
         new DmaException(
-            DmaException.Kind.TRANSFER, DmaException.Reason.DEADLINE, deadlineText, -code, 0, null);
+            DmaException.Kind.TRANSFER, DmaException.Reason.DEADLINE, text, -code, 0, null);
     telemetry.progressDeadlinePassed();
     // Fail it first, so the client's other queued ops fail after it, not before.
     long clientId = op.client.id;
+    byte[] address = op.request.peerAddress();
     failUnposted(op, error);
-    markDead(clientId, deadlineText);
+    markDead(clientId, address, why);
+  }
+
+  /** "client 7 at 10.0.0.2:4711": the client and the peer address a failure concerns. */
+  private String clientText(long clientId, byte[] address) {
+    String at;
+    try {
+      at = endpoint.peerText(address);
+    } catch (RuntimeException malformed) {
+      at = HexFormat.of().formatHex(address);
+    }
+    return "client " + clientId + " at " + at;
   }
 
   /**
@@ -687,30 +760,37 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   @Override
   public void completed(int slot) {
-    reap(slot, false, 0, 0, null);
+    reap(slot, null, 0, 0, null);
   }
 
   @Override
   public void failed(int slot, int errno, int providerErrno, String message) {
-    reap(slot, true, errno, providerErrno, message);
+    reap(slot, DmaException.Reason.ofErrno(errno), errno, providerErrno, message);
+  }
+
+  @Override
+  public void failed(
+      int slot, DmaException.Reason reason, int errno, int providerErrno, String message) {
+    reap(slot, reason, errno, providerErrno, message);
   }
 
   /**
    * The reap of one completion, top to bottom: free its slot, decide its outcome (or post it
    * again), then finish it.
    */
-  private void reap(int slot, boolean failed, int errno, int providerErrno, String message) {
+  private void reap(
+      int slot, DmaException.Reason failed, int errno, int providerErrno, String message) {
     Op<T> op = reclaim(slot);
     if (op == null) {
       return;
     }
     // A success stands even for an op that passed its deadline: it did land, late.
     DmaException error = null;
-    if (failed) {
+    if (failed != null) {
       if (postAgainAfterConnectionLoss(op, errno)) {
         return;
       }
-      error = failure(op, errno, providerErrno, message);
+      error = failure(op, failed, errno, providerErrno, message);
     }
     finishReaped(op, error);
   }
@@ -725,7 +805,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     slots[slot] = null;
     freeSlots[freeSlotCount++] = slot;
     // Saturating: a reap that outran in-flight would otherwise leave the worker unable to post.
-    inFlight = Math.max(0, inFlight - 1);
+    if (--inFlight <= 0) {
+      inFlight = 0;
+      idleSinceNs = now;
+    }
     if (op.expired) {
       completionDeadline.expiredReaped();
     }
@@ -739,10 +822,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * or one out of retries.
    */
   private boolean postAgainAfterConnectionLoss(Op<T> op, int errno) {
-    if (op.expired
-        || !isConnectionLevel(errno)
-        || !mayPostAgain(op, true)
-        || (!deadPeers.isEmpty() && deadPeers.get(op.client.id) != null)) {
+    if (op.expired || !isConnectionLevel(errno) || !mayPostAgain(op, true) || deadFor(op) != null) {
       return false;
     }
     retry(op, "connection reset");
@@ -775,19 +855,32 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
   }
 
-  /** The failure an error completion stands for. */
-  private DmaException failure(Op<T> op, int errno, int providerErrno, String message) {
+  /**
+   * The failure an error completion stands for, naming the client and the peer address it concerns.
+   */
+  private DmaException failure(
+      Op<T> op, DmaException.Reason reason, int errno, int providerErrno, String message) {
     if (op.expired) {
       // The flush of an op that passed its deadline: the deadline is why it failed.
-      return completionDeadline.error(op.client.id);
+      return expiredError(op);
+    }
+    DmaException dead = deadFor(op);
+    if (dead != null) {
+      // Flushed by the removal of its dead peer: that is why it failed.
+      return dead;
     }
     return new DmaException(
         DmaException.Kind.TRANSFER,
-        DmaException.Reason.ofErrno(errno),
-        message,
+        reason,
+        clientText(op.client.id, op.request.peerAddress()) + ": " + message,
         errno,
         providerErrno,
         null);
+  }
+
+  /** The failure of an op that passed the completion deadline. */
+  private DmaException expiredError(Op<T> op) {
+    return completionDeadline.error(clientText(op.client.id, op.request.peerAddress()));
   }
 
   /**
@@ -949,12 +1042,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         completionDeadline.expired();
         telemetry.completionDeadlinePassed();
         long clientId = op.client.id;
-        if (deadPeers.get(clientId) == null) {
-          markDead(clientId, completionDeadline.text());
-          if (endpoint.removalFlushes()) {
-            // Its posted ops come back as flushed error completions.
-            peers.release(clientId);
-          }
+        if (deadFor(op) == null
+            && markDead(clientId, op.request.peerAddress(), completionDeadline.text())
+            && endpoint.removalFlushes()) {
+          // Its posted ops come back as flushed error completions.
+          peers.release(clientId);
         }
       }
     }
@@ -999,32 +1091,47 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   }
 
   /**
-   * Marks a client dead after one of its transfers passed a deadline: its queued transfers fail
-   * now, and new ones fail at intake, each with the same error, instead of each waiting out a
-   * deadline of its own.
+   * Marks a client incarnation (its id and {@code address}) dead after one of its transfers passed
+   * a deadline: its queued transfers fail now, and new ones fail at intake, each with the same
+   * error, instead of each waiting out a deadline of its own. The mark is the incarnation's, not
+   * the id's: a transfer carrying a new address for the client is served at once. An incarnation
+   * the client has already left (it advertised another address since) is not marked: only its own
+   * transfers failed.
+   *
+   * @return whether the incarnation was marked
    */
-  private void markDead(long clientId, String deadline) {
+  private boolean markDead(long clientId, byte[] address, String why) {
+    if (!peers.isCurrentOrUnknown(clientId, address)) {
+      return false;
+    }
     DmaException unreachable =
         new DmaException(
             DmaException.Kind.TRANSFER,
             DmaException.Reason.PEER_UNREACHABLE,
-            "client "
-                + clientId
+            clientText(clientId, address)
                 + " is unreachable ("
-                + deadline
-                + "); its transfers fail at once until the peer is added again",
+                + why
+                + "); its transfers fail at once until it is added again (addPeer) or a transfer"
+                + " carries a new address for it",
             0,
             0,
             null);
-    deadPeers.put(clientId, unreachable);
+    deadPeers.put(clientId, new DeadMark(address.clone(), unreachable));
     for (var queued = pending.iterator(); queued.hasNext(); ) {
       Op<T> op = queued.next();
-      if (op.client.id == clientId) {
+      if (op.client.id == clientId && Arrays.equals(op.request.peerAddress(), address)) {
         queued.remove();
         failUnposted(op, unreachable);
       }
     }
+    return true;
   }
+
+  /**
+   * A dead client incarnation: the address its failed transfer carried, and the error its later
+   * transfers fail with.
+   */
+  private record DeadMark(byte[] address, DmaException error) {}
 
   /**
    * Closes and reopens the endpoint's transport ({@link FabricEndpoint#reset()}): the one state in
@@ -1057,9 +1164,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       slots[slot] = null;
       freeSlots[freeSlotCount++] = slot;
       inFlight = Math.max(0, inFlight - 1);
-      DmaException dead = deadPeers.get(op.client.id);
+      DmaException dead = deadFor(op);
       if (op.expired) {
-        finishReaped(op, completionDeadline.error(op.client.id));
+        finishReaped(op, expiredError(op));
         failed++;
       } else if (dead != null) {
         finishReaped(op, dead);
@@ -1073,13 +1180,23 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         failed++;
       }
     }
+    idleSinceNs = now;
     // Posted again ahead of everything queued behind them, in their original order.
     while (!again.isEmpty()) {
       pending.addFirst(again.pollLast());
     }
-    int reinserted = peers.reinsertAfterReset(clientId -> deadPeers.get(clientId) == null);
+    // Every queued op gets a fresh chance on the new endpoint: what refused its posts is gone.
+    for (Op<T> queued : pending) {
+      queued.stalled = false;
+    }
+    int reinserted =
+        peers.reinsertAfterReset(
+            clientId -> {
+              DeadMark mark = deadPeers.get(clientId);
+              return mark == null || !peers.isCurrentOrUnknown(clientId, mark.address);
+            });
     byte[] address = endpoint.localAddress();
-    if (!java.util.Arrays.equals(address, addressBefore)) {
+    if (!Arrays.equals(address, addressBefore)) {
       try {
         addressChanged.accept(address.clone());
       } catch (RuntimeException listenerBug) {

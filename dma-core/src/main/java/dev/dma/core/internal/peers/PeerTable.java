@@ -168,6 +168,31 @@ public final class PeerTable {
   }
 
   /**
+   * Whether {@code address} is one the client has since left for another (a transfer carrying it
+   * would fail as stale). Worker thread only; off the per-transfer path.
+   *
+   * @param clientId the client
+   * @param address an address
+   * @return true for one of the client's remembered previous addresses
+   */
+  public boolean isPreviousAddress(long clientId, byte[] address) {
+    return contains(previous.get(clientId), address);
+  }
+
+  /**
+   * Whether {@code address} is the client's current address, or the client holds none (it was never
+   * inserted, released, or its insert failed). Worker thread only; off the per-transfer path.
+   *
+   * @param clientId the client
+   * @param address an address
+   * @return false only when the client holds an entry for another address
+   */
+  public boolean isCurrentOrUnknown(long clientId, byte[] address) {
+    Entry current = byClient.get(clientId);
+    return current == null || Arrays.equals(current.address, address);
+  }
+
+  /**
    * Makes {@code address} the client's current address, as the application's {@code addPeer} says:
    * it wins over anything seen before, even an address the client had earlier. Worker thread only.
    *
