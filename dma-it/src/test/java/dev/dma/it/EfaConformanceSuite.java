@@ -61,7 +61,8 @@ abstract class EfaConformanceSuite extends ConformanceSuite {
       DmaException error = failed.outcome().error();
       assertEquals(DmaException.Kind.TRANSFER, error.kind());
       assertEquals(107, error.fabricErrno(), error.getMessage());
-      assertTrue(error.getMessage().startsWith("completion error: "), error.getMessage());
+      assertTrue(error.getMessage().startsWith("client 50 at "), error.getMessage());
+      assertTrue(error.getMessage().contains(": completion error: "), error.getMessage());
       assertTrue(error.getMessage().contains("; not connected: "), error.getMessage());
       assertEquals(Checksums.crc32c(new byte[4096]), Checksums.crc32c(exposed));
       // Inserting the server fixes it.

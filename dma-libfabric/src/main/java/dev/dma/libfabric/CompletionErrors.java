@@ -1,5 +1,6 @@
 package dev.dma.libfabric;
 
+import dev.dma.api.DmaException;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.Native;
 import dev.dma.spi.CompletionMessages;
@@ -58,6 +59,33 @@ final class CompletionErrors {
           : CompletionMessages.ofProviderErrno(err, errorText, providerErrno);
     }
     return CompletionMessages.of(err, errorText, providerErrno, providerText);
+  }
+
+  /**
+   * What a completion error means for the caller on {@code provider}, where its error number alone
+   * would mislead:
+   *
+   * <ul>
+   *   <li>{@code FI_ECANCELED} on net, tcp and their rxm variants is {@link
+   *       DmaException.Reason#ACCESS_DENIED}: the target closed the connection, which it does when
+   *       it refuses a key, range or access (the same mistake gives {@code EACCES} on sockets and
+   *       the fake). A peer that closed or died with the operation outstanding looks the same on
+   *       these providers, and the caller's action is the same: ask the client for its current
+   *       advertisement; one that does not answer is gone (its later transfers fail as {@link
+   *       DmaException.Reason#DEADLINE}, then {@link DmaException.Reason#PEER_UNREACHABLE}, since
+   *       no connection can be set up to it).
+   *   <li>Everything else: {@link DmaException.Reason#ofErrno}.
+   * </ul>
+   *
+   * @param provider the provider name, for example {@code net}
+   * @param err the positive {@code err}
+   * @return the reason
+   */
+  static DmaException.Reason reason(String provider, int err) {
+    if (err == Abi.FI_ECANCELED && cancelsOnConnectionLoss(provider)) {
+      return DmaException.Reason.ACCESS_DENIED;
+    }
+    return DmaException.Reason.ofErrno(err);
   }
 
   /** xnet (net on 1.x, tcp from 1.18) and rxm over it or over tcpx. */

@@ -253,6 +253,17 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   /**
+   * {@inheritDoc}
+   *
+   * <p>An IPv4 or IPv6 {@code sockaddr} (tcp, sockets, rxm, rxd) as {@code 10.0.0.2:4711} or {@code
+   * [fe80::1]:4711}, a printable name (shm's) as itself, anything else in hex.
+   */
+  @Override
+  public String peerText(byte[] address) {
+    return PeerAddressText.of(address);
+  }
+
+  /**
    * The provider name libfabric returned, for example {@code tcp;ofi_rxm}.
    *
    * @return the name, or empty
@@ -679,7 +690,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       } else {
         queuedMessage[i] = null;
         settle(queuedSlot[i], false);
-        sink.failed(queuedSlot[i], queuedErrno[i], queuedProviderErrno[i], message);
+        sink.failed(
+            queuedSlot[i],
+            CompletionErrors.reason(objects.facts.providerName(), queuedErrno[i]),
+            queuedErrno[i],
+            queuedProviderErrno[i],
+            message);
       }
       delivered++;
     }
@@ -709,7 +725,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
         }
         if (errorSlot >= 0) {
           settle(errorSlot, false);
-          sink.failed(errorSlot, errorErrno, errorProviderErrno, errorMessage);
+          sink.failed(
+              errorSlot,
+              CompletionErrors.reason(objects.facts.providerName(), errorErrno),
+              errorErrno,
+              errorProviderErrno,
+              errorMessage);
           delivered++;
         }
       } else {

@@ -464,7 +464,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     if (outside != null) {
       // Known bad before posting: the only protection where the provider checks neither keys nor
       // bounds (shm), and a torn-down connection spared elsewhere (tcp;ofi_rxm).
-      refuseAtIntake(context, DmaException.fabric(DmaException.Reason.BAD_REQUEST, outside));
+      refuseAtIntake(
+          context,
+          DmaException.fabric(
+              DmaException.Reason.BAD_REQUEST,
+              clientText(request.clientId(), request.peerAddress()) + ": " + outside));
       return;
     }
     if (request.checksum() == Checksum.CRC32C && !operand.isAccessibleBy(NO_ARENA_OWNER)) {
