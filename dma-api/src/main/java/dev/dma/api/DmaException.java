@@ -36,17 +36,27 @@ public final class DmaException extends RuntimeException {
    */
   public enum Reason {
     /**
-     * A posted operation passed {@code completion_deadline}, or a post kept being refused past
-     * {@code progress_deadline}. Its peer is marked unreachable: its later transfers fail at once
-     * with {@link #PEER_UNREACHABLE} until the peer is added again.
+     * The peer did not answer: a posted operation passed {@code completion_deadline}, or no post to
+     * the peer was accepted for {@code progress_deadline} while nothing else was in flight. The
+     * client's incarnation (its id and that address) is marked unreachable: its later transfers
+     * fail at once with {@link #PEER_UNREACHABLE} until the peer is added again or a transfer
+     * carries a new address for the client. A post refused while other transfers are in flight
+     * (a full queue) waits instead, up to {@code completion_deadline}.
      */
     DEADLINE,
     /**
-     * The peer is known to be unreachable: an earlier transfer to it passed a deadline, or the
-     * provider reported its connection refused, reset or gone. Add the peer again once it is back.
+     * The client's incarnation is known to be unreachable: an earlier transfer to the same id and
+     * address passed a deadline, or the provider reported its connection refused, reset or gone.
+     * A transfer carrying the client's new address is served; add the peer again once the same
+     * address is back.
      */
     PEER_UNREACHABLE,
-    /** The target refused the access: wrong key, outside its registered range, no permission. */
+    /**
+     * The target answered and refused the access: wrong key, outside its registered range, no
+     * permission, or an advertisement it no longer honours. On tcp a target that died with the
+     * transfer outstanding is reported the same way (both close the connection): ask the client
+     * for its current advertisement; one that does not answer is gone.
+     */
     ACCESS_DENIED,
     /**
      * The endpoint was recovered (closed and reopened) while the operation was posted, through no

@@ -26,8 +26,10 @@ import org.jspecify.annotations.Nullable;
  * Immutable otherwise; any thread may build and submit one.
  *
  * @param <T> the caller context type
- * @param clientId identity for address-vector accounting and per-client drain and removal; keep it
- *     stable for the client's life and never reuse it
+ * @param clientId identity for address-vector accounting and per-client drain and removal; the
+ *     client's id and its current address together are its incarnation: a client that restarts
+ *     may keep its id, and a transfer carrying its new address is served even when its old
+ *     incarnation was marked unreachable (README, "The client lifecycle")
  * @param peerAddress the peer's opaque fabric address (raw bytes; hex on the wire)
  * @param remoteKey the peer's remote key for its registered buffer
  * @param remoteAddress the peer buffer's virtual address on virtual-addressing providers (EFA), or

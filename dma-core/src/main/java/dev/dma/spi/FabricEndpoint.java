@@ -193,6 +193,20 @@ public interface FabricEndpoint extends AutoCloseable {
   String errorText(int code);
 
   /**
+   * What a post failing outright with {@code code} means for the caller. By default what the error
+   * number implies ({@link DmaException.Reason#ofErrno}); an endpoint whose provider reports a peer
+   * that is gone as some other error (sockets: {@code -FI_ENOENT} when nothing accepts at the
+   * address) says {@link DmaException.Reason#PEER_UNREACHABLE}, and the worker then marks that
+   * client incarnation unreachable, as a deadline would. Called on failure paths only.
+   *
+   * @param code the negative code the post returned
+   * @return the reason
+   */
+  default DmaException.Reason postFailureReason(int code) {
+    return DmaException.Reason.ofErrno(code);
+  }
+
+  /**
    * Reaps up to {@code max} completions into {@code sink}, without blocking. Also drives the
    * provider's progress.
    *

@@ -454,6 +454,119 @@ abstract class ConformanceSuite {
     failsAloneThenServiceServes(false, 0, 0, 64);
   }
 
+  /**
+   * The README's client lifecycle, step by step, on a service of its own with a short progress
+   * deadline: hello, serve, leave, restart under the same id with a new address, a stale transfer,
+   * the restarted client dying and its incarnation marked unreachable, and a third incarnation
+   * served at once.
+   */
+  @Test
+  void theClientLifecycleOfTheReadmeHoldsAsWritten() throws Exception {
+    service.close();
+    service =
+        FabricService.<Buffer>builder(
+                configuration().toBuilder().progressDeadline(Duration.ofMillis(200)).build())
+            .provider(provider())
+            .completer(completions)
+            .start();
+    long client = 70;
+    MemorySegment local = arena.allocate(4096);
+    Patterns.fill(local, 21);
+    List<PassiveTarget> incarnations = new ArrayList<>();
+    try {
+      // 1. Hello, and 2. serve.
+      PassiveTarget first = lifecycleTarget(incarnations);
+      MemorySegment firstMemory = arena.allocate(4096, 4096);
+      Advertisement firstAd = first.expose(firstMemory, RemoteAccess.READ_WRITE).advertisement();
+      service.addPeer(client, firstAd.address());
+      assertTrue(service.submit(request(client, firstAd, Direction.TO_PEER, new Buffer(1, local))));
+      assertDone(completions.take());
+      assertEquals(Checksums.crc32c(local), Checksums.crc32c(firstMemory));
+
+      // 3. Leave (another client): no more transfers for it, then removePeer; its address leaves
+      //    the address vector.
+      PassiveTarget leaver = lifecycleTarget(incarnations);
+      MemorySegment leaverMemory = arena.allocate(4096, 4096);
+      Advertisement leaverAd = leaver.expose(leaverMemory, RemoteAccess.READ_WRITE).advertisement();
+      service.addPeer(client + 1, leaverAd.address());
+      assertTrue(
+          service.submit(request(client + 1, leaverAd, Direction.TO_PEER, new Buffer(7, local))));
+      assertDone(completions.take());
+      service.removePeer(client + 1);
+      leaver.close();
+
+      // 4. The first client restarts (no goodbye) with a new address under the same id: served at
+      //    once.
+      first.close();
+      PassiveTarget second = lifecycleTarget(incarnations);
+      MemorySegment secondMemory = arena.allocate(4096, 4096);
+      Advertisement secondAd = second.expose(secondMemory, RemoteAccess.READ_WRITE).advertisement();
+      service.addPeer(client, secondAd.address());
+      assertTrue(
+          service.submit(request(client, secondAd, Direction.TO_PEER, new Buffer(2, local))));
+      assertDone(completions.take());
+      assertEquals(Checksums.crc32c(local), Checksums.crc32c(secondMemory));
+      //    A transfer still carrying the old address is stale: refused, nothing posted.
+      assertTrue(service.submit(request(client, firstAd, Direction.TO_PEER, new Buffer(3, local))));
+      Completion<Buffer> stale = completions.take();
+      assertFalse(stale.outcome().isDone());
+      assertEquals(DmaException.Reason.BAD_REQUEST, stale.outcome().error().reason());
+      assertEquals(0, stale.posts());
+
+      // 5. The second incarnation dies: transfers to it fail, until one passes the progress
+      //    deadline and marks it unreachable; after that they fail at once.
+      second.close();
+      boolean marked = false;
+      for (int attempt = 0; attempt < 20 && !marked; attempt++) {
+        assertTrue(
+            service.submit(request(client, secondAd, Direction.TO_PEER, new Buffer(4, local))));
+        Completion<Buffer> failed = completions.take();
+        assertFalse(failed.outcome().isDone(), "a write to a closed target succeeded");
+        DmaException.Reason reason = failed.outcome().error().reason();
+        assertTrue(
+            reason == DmaException.Reason.DEADLINE
+                || reason == DmaException.Reason.ACCESS_DENIED
+                || reason == DmaException.Reason.PEER_UNREACHABLE,
+            failed.outcome().error()::toString);
+        marked = reason != DmaException.Reason.ACCESS_DENIED;
+      }
+      assertTrue(marked, "the dead incarnation was never marked unreachable");
+      long before = System.nanoTime();
+      assertTrue(
+          service.submit(request(client, secondAd, Direction.TO_PEER, new Buffer(5, local))));
+      Completion<Buffer> atOnce = completions.take();
+      assertEquals(DmaException.Reason.PEER_UNREACHABLE, atOnce.outcome().error().reason());
+      assertEquals(0, atOnce.posts());
+      assertTrue(System.nanoTime() - before < TimeUnit.MILLISECONDS.toNanos(150));
+
+      //    The client comes back with a third address under the same id: served at once.
+      PassiveTarget third = lifecycleTarget(incarnations);
+      MemorySegment thirdMemory = arena.allocate(4096, 4096);
+      Advertisement thirdAd = third.expose(thirdMemory, RemoteAccess.READ_WRITE).advertisement();
+      assertTrue(service.submit(request(client, thirdAd, Direction.TO_PEER, new Buffer(6, local))));
+      assertDone(completions.take());
+      assertEquals(Checksums.crc32c(local), Checksums.crc32c(thirdMemory));
+      assertEquals(0, service.outstanding());
+    } finally {
+      service.close();
+      service = null;
+      for (PassiveTarget each : incarnations) {
+        each.close();
+      }
+    }
+  }
+
+  private PassiveTarget lifecycleTarget(List<PassiveTarget> opened) {
+    PassiveTarget target = PassiveTarget.start(configuration(), provider(), Duration.ZERO);
+    opened.add(target);
+    target.insertPeer(service.localAddress());
+    return target;
+  }
+
+  private static void assertDone(Completion<Buffer> completion) {
+    assertTrue(completion.outcome().isDone(), () -> completion.outcome().error().toString());
+  }
+
   @Test
   void garbageAndTruncatedAddressesFailAddPeer() {
     byte[] own = service.localAddress();

@@ -368,6 +368,21 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     return text;
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>sockets answers a post with {@code -FI_ENOENT} when its connection attempt finds nothing
+   * listening at the peer's address: the peer is gone ({@link
+   * DmaException.Reason#PEER_UNREACHABLE}), as tcp says by never connecting.
+   */
+  @Override
+  public DmaException.Reason postFailureReason(int code) {
+    if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(objects.facts.providerName())) {
+      return DmaException.Reason.PEER_UNREACHABLE;
+    }
+    return DmaException.Reason.ofErrno(code);
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Peers
 

@@ -586,15 +586,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       } else if (code == FabricEndpoint.AGAIN) {
         stalled(op, code);
       } else {
-        // The post failed outright: the op finishes here and is never reaped.
-        failUnposted(
-            op,
-            new DmaException(
-                DmaException.Kind.FABRIC,
-                "post: " + endpoint.errorText(code) + " (" + code + ")",
-                -code,
-                0,
-                null));
+        postFailed(op, code);
       }
     }
     return posted;
@@ -663,6 +655,29 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       at = HexFormat.of().formatHex(address);
     }
     return "client " + clientId + " at " + at;
+  }
+
+  /**
+   * An op whose post failed outright: it finishes here and is never reaped. When the endpoint says
+   * the failure means the peer is gone, the client incarnation is marked unreachable too.
+   */
+  private void postFailed(Op<T> op, int code) {
+    DmaException.Reason reason = endpoint.postFailureReason(code);
+    long clientId = op.client.id;
+    byte[] address = op.request.peerAddress();
+    String text = "post: " + endpoint.errorText(code) + " (" + code + ")";
+    failUnposted(
+        op,
+        new DmaException(
+            DmaException.Kind.FABRIC,
+            reason,
+            clientText(clientId, address) + ": " + text,
+            -code,
+            0,
+            null));
+    if (reason == DmaException.Reason.PEER_UNREACHABLE && deadPeers.get(clientId) == null) {
+      markDead(clientId, address, text);
+    }
   }
 
   /**
