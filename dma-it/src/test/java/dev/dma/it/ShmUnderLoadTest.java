@@ -1,0 +1,209 @@
+package dev.dma.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.Completion;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricService;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * shm under load and beside a dead neighbour (issue "The newest libfabric", item 6), with two busy
+ * loops in this JVM taking the machine's cores: a burst to one live target never gets it declared
+ * unreachable (a full queue is not a dead peer), and a target killed with {@code kill -9} fails
+ * only its own transfers. The targets are child JVMs ({@link TargetProcess}).
+ */
+@Timeout(180)
+class ShmUnderLoadTest {
+  private static final String PROVIDER = "libfabric:shm";
+  private static final long SIZE = 64 * 1024;
+
+  private final List<Process> children = new ArrayList<>();
+  private final AtomicBoolean loading = new AtomicBoolean(true);
+  private final List<Thread> busyLoops = new ArrayList<>();
+  private Arena arena;
+
+  @BeforeEach
+  void load() {
+    arena = Arena.ofShared();
+    for (int i = 0; i < 2; i++) {
+      Thread loop =
+          Thread.ofPlatform()
+              .daemon()
+              .name("busy-loop-" + i)
+              .start(
+                  () -> {
+                    long spin = 0;
+                    while (loading.get()) {
+                      spin++;
+                    }
+                    if (spin == 42) {
+                      System.out.print("");
+                    }
+                  });
+      busyLoops.add(loop);
+    }
+  }
+
+  @AfterEach
+  void unload() throws InterruptedException {
+    loading.set(false);
+    for (Thread loop : busyLoops) {
+      loop.join(5_000);
+    }
+    for (Process child : children) {
+      child.destroyForcibly();
+      child.waitFor(10, TimeUnit.SECONDS);
+      // A killed shm endpoint cannot unlink its region: remove what the child left in /dev/shm.
+      try (var left =
+          java.nio.file.Files.newDirectoryStream(
+              java.nio.file.Path.of("/dev/shm"), child.pid() + ":*")) {
+        for (java.nio.file.Path file : left) {
+          java.nio.file.Files.deleteIfExists(file);
+        }
+      } catch (java.io.IOException ignored) {
+        // Nothing there, or not ours to remove.
+      }
+    }
+    arena.close();
+  }
+
+  /** A target child and its pipes. */
+  private record Target(Process process, BufferedReader out, PrintWriter in, Advertisement ad) {
+    String ask(String line) throws java.io.IOException {
+      in.println(line);
+      return out.readLine();
+    }
+  }
+
+  private Target target(FabricService<Buffer> service) throws Exception {
+    Process child = TargetProcess.launch(PROVIDER, "-", SIZE);
+    children.add(child);
+    BufferedReader out =
+        new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+    PrintWriter in = new PrintWriter(child.getOutputStream(), true, StandardCharsets.UTF_8);
+    String first = out.readLine();
+    assertTrue(first != null && first.startsWith("advertisement "), "child said: " + first);
+    Advertisement ad = Advertisement.fromFields(List.of(first.substring(14).split(" ")));
+    Target target = new Target(child, out, in, ad);
+    assertEquals(
+        "inserted", target.ask("insert " + Advertisement.encodeHex(service.localAddress())));
+    return target;
+  }
+
+  private static void signal(String name, Process process) throws Exception {
+    Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).start();
+    assertTrue(kill.waitFor(10, TimeUnit.SECONDS));
+    assertEquals(0, kill.exitValue());
+  }
+
+  private static FabricService<Buffer> service(Collector<Buffer> completions) {
+    DmaConfiguration configuration =
+        DmaConfiguration.builder()
+            .providers(PROVIDER)
+            .completionDeadline(Duration.ofSeconds(5))
+            .build();
+    return FabricService.<Buffer>builder(configuration).completer(completions).start();
+  }
+
+  private static void submit(FabricService<Buffer> service, TransferRequest<Buffer> request)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (!service.submit(request)) {
+      assertTrue(System.nanoTime() < deadline, "the service refused a submit for 30 s");
+      Thread.sleep(1);
+    }
+  }
+
+  @Test
+  void aBurstToOneLiveTargetNeverGetsItDeclaredUnreachable() throws Exception {
+    Collector<Buffer> completions = new Collector<>();
+    try (FabricService<Buffer> service = service(completions)) {
+      Target live = target(service);
+      MemorySegment local = arena.allocate(SIZE, 4096);
+      Patterns.fill(local, 5);
+      int burst = 2_000;
+      for (int i = 0; i < burst; i++) {
+        submit(service, TransferRequest.write(1, live.ad(), new Buffer(i, local)));
+        if (i == burst / 2) {
+          // The target stops progressing for longer than the progress deadline (1 s) and well
+          // inside the completion deadline (5 s), as a descheduled process does on a loaded
+          // machine: the window fills and the rest of the burst waits. Nothing may fail.
+          signal("STOP", live.process());
+          Thread.sleep(2_500);
+          signal("CONT", live.process());
+        }
+      }
+      int failed = 0;
+      String firstFailure = null;
+      for (Completion<Buffer> completion : completions.take(burst)) {
+        if (!completion.outcome().isDone()) {
+          failed++;
+          if (firstFailure == null) {
+            firstFailure = completion.outcome().error().toString();
+          }
+        }
+      }
+      assertEquals(0, failed, "failed on a live target: " + firstFailure);
+      assertEquals("crc " + dev.dma.api.Checksums.crc32c(local), live.ask("crc"));
+      live.in().println("quit");
+    }
+  }
+
+  @Test
+  void aKilledTargetFailsOnlyItsOwnTransfers() throws Exception {
+    Collector<Buffer> completions = new Collector<>();
+    try (FabricService<Buffer> service = service(completions)) {
+      Target live = target(service);
+      Target doomed = target(service);
+      MemorySegment local = arena.allocate(SIZE, 4096);
+      Patterns.fill(local, 9);
+      int rounds = 400;
+      for (int i = 0; i < rounds; i++) {
+        submit(service, TransferRequest.write(1, live.ad(), new Buffer(2 * i, local)));
+        submit(service, TransferRequest.write(2, doomed.ad(), new Buffer(2 * i + 1, local)));
+        if (i == rounds / 4) {
+          doomed.process().destroyForcibly();
+          assertTrue(doomed.process().waitFor(10, TimeUnit.SECONDS));
+        }
+      }
+      int liveFailed = 0;
+      String firstLiveFailure = null;
+      for (Completion<Buffer> completion : completions.take(2 * rounds)) {
+        boolean isLive = completion.context().id() % 2 == 0;
+        if (completion.outcome().isDone()) {
+          continue;
+        }
+        DmaException error = completion.outcome().error();
+        if (isLive) {
+          liveFailed++;
+          if (firstLiveFailure == null) {
+            firstLiveFailure = error.toString();
+          }
+        }
+      }
+      assertEquals(0, liveFailed, "the live target's transfers failed: " + firstLiveFailure);
+      assertEquals("crc " + dev.dma.api.Checksums.crc32c(local), live.ask("crc"));
+      assertEquals(0, service.outstanding());
+      live.in().println("quit");
+    }
+  }
+}
