@@ -57,7 +57,9 @@ import org.jspecify.annotations.Nullable;
  *     every device for EFA)
  * @param maxInFlight the per-worker cap on posted, unreaped operations
  * @param crcPoolThreads threads of the checksum pool
- * @param progressDeadline how long one post may keep getting {@code -FI_EAGAIN}
+ * @param progressDeadline how long posts to a peer may keep getting {@code -FI_EAGAIN} with nothing
+ *     else in flight before the peer is judged unreachable (with other transfers in flight, a
+ *     refused post waits up to {@code completionDeadline} instead: a full queue is not a dead peer)
  * @param maxPinnedBytes the per-endpoint bound on registered bytes, or 0 for the default (derived
  *     from {@code RLIMIT_MEMLOCK}); never negative
  * @param completionDeadline how long a posted operation may wait for its completion, or {@link

@@ -40,22 +40,22 @@ public final class DmaException extends RuntimeException {
      * the peer was accepted for {@code progress_deadline} while nothing else was in flight. The
      * client's incarnation (its id and that address) is marked unreachable: its later transfers
      * fail at once with {@link #PEER_UNREACHABLE} until the peer is added again or a transfer
-     * carries a new address for the client. A post refused while other transfers are in flight
-     * (a full queue) waits instead, up to {@code completion_deadline}.
+     * carries a new address for the client. A post refused while other transfers are in flight (a
+     * full queue) waits instead, up to {@code completion_deadline}.
      */
     DEADLINE,
     /**
      * The client's incarnation is known to be unreachable: an earlier transfer to the same id and
-     * address passed a deadline, or the provider reported its connection refused, reset or gone.
-     * A transfer carrying the client's new address is served; add the peer again once the same
+     * address passed a deadline, or the provider reported its connection refused, reset or gone. A
+     * transfer carrying the client's new address is served; add the peer again once the same
      * address is back.
      */
     PEER_UNREACHABLE,
     /**
      * The target answered and refused the access: wrong key, outside its registered range, no
      * permission, or an advertisement it no longer honours. On tcp a target that died with the
-     * transfer outstanding is reported the same way (both close the connection): ask the client
-     * for its current advertisement; one that does not answer is gone.
+     * transfer outstanding is reported the same way (both close the connection): ask the client for
+     * its current advertisement; one that does not answer is gone.
      */
     ACCESS_DENIED,
     /**
@@ -72,6 +72,12 @@ public final class DmaException extends RuntimeException {
     BAD_REQUEST,
     /** The service's pending queue is full ({@code max_pending}); retry later. */
     BACKPRESSURE,
+    /**
+     * A limit on how many clients or resources one endpoint or process may have was reached: shm's
+     * 256 peers per endpoint, rxd's peer count, the process's file descriptors. The message names
+     * the limit, its value where known, and the setting or {@code ulimit} that raises it.
+     */
+    LIMIT,
     /** Anything else the provider or libfabric reported; the errnos say what. */
     PROVIDER;
 
@@ -90,11 +96,13 @@ public final class DmaException extends RuntimeException {
      * @param fabricErrno a positive {@code FI_E*} / errno value, or 0
      * @return {@link #ACCESS_DENIED} for {@code EACCES}, {@code EPERM}, {@code FI_ENOKEY} and
      *     {@code FI_EKEYREJECTED}; {@link #PEER_UNREACHABLE} for refused, reset, aborted,
-     *     broken-pipe, unreachable, host-down, timed-out and not-connected errors; {@link
-     *     #PROVIDER} otherwise (the values are {@link Errno}'s)
+     *     broken-pipe, unreachable, host-down, timed-out and not-connected errors; {@link #LIMIT}
+     *     for {@code EMFILE} (out of file descriptors); {@link #PROVIDER} otherwise (the values are
+     *     {@link Errno}'s)
      */
     public static Reason ofErrno(int fabricErrno) {
       return switch (Math.abs(fabricErrno)) {
+        case Errno.FI_EMFILE -> LIMIT;
         case Errno.FI_EPERM, Errno.FI_EACCES, Errno.FI_ENOKEY, Errno.FI_EKEYREJECTED ->
             ACCESS_DENIED;
         case Errno.EPIPE,

@@ -27,9 +27,9 @@ import org.jspecify.annotations.Nullable;
  *
  * @param <T> the caller context type
  * @param clientId identity for address-vector accounting and per-client drain and removal; the
- *     client's id and its current address together are its incarnation: a client that restarts
- *     may keep its id, and a transfer carrying its new address is served even when its old
- *     incarnation was marked unreachable (README, "The client lifecycle")
+ *     client's id and its current address together are its incarnation: a client that restarts may
+ *     keep its id, and a transfer carrying its new address is served even when its old incarnation
+ *     was marked unreachable (README, "The client lifecycle")
  * @param peerAddress the peer's opaque fabric address (raw bytes; hex on the wire)
  * @param remoteKey the peer's remote key for its registered buffer
  * @param remoteAddress the peer buffer's virtual address on virtual-addressing providers (EFA), or

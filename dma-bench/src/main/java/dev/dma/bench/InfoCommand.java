@@ -104,6 +104,19 @@ public final class InfoCommand implements Callable<Integer> {
       out.println("  address: " + Advertisement.encodeHex(endpoint.localAddress()));
       out.println(
           "  max_tx: " + endpoint.maxTx() + (endpoint.maxTx() == 0 ? " (no fixed depth)" : ""));
+      if (endpoint instanceof dev.dma.libfabric.LibfabricEndpoint libfabric) {
+        java.util.List<String> limits =
+            dev.dma.libfabric.ProviderLimits.known(libfabric.providerName());
+        for (String limit : limits) {
+          out.println("  limit: " + limit);
+        }
+      }
+      out.println(
+          "  limit: max_pinned_bytes "
+              + (configuration.maxPinnedBytes() == 0
+                  ? "default (derived from RLIMIT_MEMLOCK)"
+                  : Long.toString(configuration.maxPinnedBytes()))
+              + " (registered bytes kept per endpoint; the max_pinned_bytes setting)");
     } catch (RuntimeException e) {
       out.println("  cannot open an endpoint: " + e.getMessage());
       out.flush();

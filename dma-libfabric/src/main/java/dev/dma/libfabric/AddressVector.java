@@ -40,6 +40,8 @@ final class AddressVector {
   // Removals that sockets answered with its 2.5+ EINVAL, confirmed gone (quirkRemovals()).
   private int quirkRemovals;
 
+  // How many entries of live are true.
+  private int liveCount;
   // live[fi_addr] is true between insert and remove.
   private boolean[] live = new boolean[64];
 
@@ -175,12 +177,8 @@ final class AddressVector {
           (int)
               Native.I_LLLLLL.invokeExact(
                   objects.fnAvInsert, objects.av, bytes.address(), 1L, addressOut, 0L, 0L);
-      if (inserted < 0) {
-        throw new DmaException(
-            DmaException.Kind.FABRIC, Native.failure("fi_av_insert", inserted), -inserted, 0, null);
-      }
       if (inserted != 1) {
-        throw DmaException.fabric("fi_av_insert inserted " + inserted + " of 1 addresses");
+        throw insertFailed(inserted);
       }
       long handle = Native.word(addressOut);
       if (handle < 0 || handle >= MAX_PEER_HANDLE) {
@@ -193,6 +191,7 @@ final class AddressVector {
         localPeers = Arrays.copyOf(localPeers, live.length);
       }
       live[(int) handle] = true;
+      liveCount++;
       localPeers[(int) handle] = local;
       return handle;
     } catch (RuntimeException | Error rethrown) {
@@ -200,6 +199,30 @@ final class AddressVector {
     } catch (Throwable impossible) {
       throw new AssertionError(impossible);
     }
+  }
+
+  /**
+   * The failure of an insert that returned {@code inserted} instead of 1: where the provider has a
+   * peer limit, a {@link DmaException.Reason#LIMIT} naming it, its value and what raises it.
+   */
+  private DmaException insertFailed(int inserted) {
+    String call =
+        inserted < 0
+            ? Native.failure("fi_av_insert", inserted)
+            : "fi_av_insert inserted " + inserted + " of 1 addresses";
+    String limit = ProviderLimits.peerLimit(objects.facts.providerName(), liveCount);
+    if (limit != null) {
+      return new DmaException(
+          DmaException.Kind.FABRIC,
+          DmaException.Reason.LIMIT,
+          call + ": " + limit,
+          inserted < 0 ? -inserted : 0,
+          0,
+          null);
+    }
+    return inserted < 0
+        ? new DmaException(DmaException.Kind.FABRIC, call, -inserted, 0, null)
+        : DmaException.fabric(call);
   }
 
   /**
@@ -219,6 +242,7 @@ final class AddressVector {
     }
     // Invalidate first: a post against a removed fi_addr crashes tcp;ofi_rxm.
     live[(int) handle] = false;
+    liveCount--;
     ShmNames.Local local = localPeers[(int) handle];
     localPeers[(int) handle] = null;
     if (local != null && !local.open) {

@@ -365,6 +365,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           + ": sockets could not connect to the peer (nothing accepts at its address: the peer"
           + " never started, exited, or closed its endpoint)";
     }
+    if (Math.abs(code) == dev.dma.api.Errno.FI_EMFILE) {
+      return text + ": " + ProviderLimits.descriptorLimit();
+    }
     return text;
   }
 
