@@ -55,10 +55,10 @@ import org.jspecify.annotations.Nullable;
  * region was exposed with virtual addressing) lies inside it, and that it allows the access; a
  * failure completes the op with {@code FI_EACCES} (13), provider errno -13 (as the sockets provider
  * does) and a provider text saying which check failed. A target closed meanwhile gives {@code
- * FI_ECANCELED} (125), provider errno 107 (as tcp;ofi_rxm does); an uninserted initiator, when
- * {@linkplain FakeScript#rejectUninsertedInitiator rejected}, {@code FI_ENOTCONN} (107), provider
- * errno 14. Error completions carry the exact message of {@link FiErrno#completionMessage(int, int,
- * String)}.
+ * FI_ECANCELED} (125), provider errno 107 (as tcp;ofi_rxm does; its reason is {@code
+ * ACCESS_DENIED}, as dma reports tcp's); an uninserted initiator, when {@linkplain
+ * FakeScript#rejectUninsertedInitiator rejected}, {@code FI_ENOTCONN} (107), provider errno 14.
+ * Error completions carry the exact message of {@link FiErrno#completionMessage(int, int, String)}.
  *
  * <p>The local bytes of an op move by raw address, unless they lie in an operand a test {@linkplain
  * FakeFabric#watchOperand watches}: then they move through that segment, and touching it after its
@@ -234,6 +234,19 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       return contexts.of(slot);
     }
+  }
+
+  /**
+   * The reason of an error completion, as dma's libfabric endpoint gives it for the same error on
+   * tcp: {@code FI_ECANCELED} (the fake's closed target, tcp's closed connection) is {@link
+   * DmaException.Reason#ACCESS_DENIED}, since tcp cannot tell a target that refused from one that
+   * went away; the rest is what the error number says. Keeps a test on the fake choosing the same
+   * action as the server will on tcp (dma-it's conformance suite checks both).
+   */
+  private static DmaException.Reason reasonOf(int errno) {
+    return errno == FiErrno.ECANCELED
+        ? DmaException.Reason.ACCESS_DENIED
+        : DmaException.Reason.ofErrno(errno);
   }
 
   @Override
@@ -853,6 +866,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       } else {
         sink.failed(
             reapSlots[i],
+            reasonOf(reapErrno[i]),
             reapErrno[i],
             reapProviderErrno[i],
             FiErrno.completionMessage(reapErrno[i], reapProviderErrno[i], reapText[i]));
