@@ -44,7 +44,10 @@ import org.jspecify.annotations.Nullable;
  *       posted operations before it recovers the endpoint and fails what remains</td></tr>
  *   <tr><td>{@code max_pinned_bytes}</td><td>0</td><td>the most bytes one endpoint keeps registered
  *       for local operands (cached spans, registered regions, in-flight operands); idle cached
- *       spans are evicted, least recently used first, to stay under it. {@code 0} means as much as
+ *       spans are evicted, least recently used first, to stay under it, and a transfer whose
+ *       operand does not fit beside those in flight waits for one of them to finish (failing as
+ *       {@link DmaException.Reason#BACKPRESSURE} after {@code progress_deadline}, or at once when
+ *       none is in flight). {@code 0} means as much as
  *       {@code RLIMIT_MEMLOCK} ({@code ulimit -l}) allows, unbounded when that is unlimited or the
  *       process holds {@code CAP_IPC_LOCK}; a positive value is still capped by that limit. A whole
  *       number of bytes, optionally with a binary suffix: {@code 512m}, {@code 64GiB}</td></tr>

@@ -70,7 +70,12 @@ public final class DmaException extends RuntimeException {
     CLOSED,
     /** The request itself cannot be served: bad operand, length, range or address. */
     BAD_REQUEST,
-    /** The service's pending queue is full ({@code max_pending}); retry later. */
+    /**
+     * A local bound is full; retry later. Either the service's pending queue ({@code max_pending}),
+     * or {@code max_pinned_bytes} when local registration is required: the operand's registration
+     * did not fit beside those of the transfers in flight, and none of them made room within {@code
+     * progress_deadline} (or none was in flight). Nothing moved.
+     */
     BACKPRESSURE,
     /**
      * A limit on how many clients or resources one endpoint or process may have was reached: shm's

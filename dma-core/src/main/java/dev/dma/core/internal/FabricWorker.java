@@ -585,6 +585,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         posted++;
       } else if (code == FabricEndpoint.AGAIN) {
         stalled(op, code);
+      } else if (code == HELD) {
+        held(op);
       } else {
         postFailed(op, code);
       }
@@ -681,6 +683,36 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   }
 
   /**
+   * What {@link #post} returns, never a provider's code, when the op's operand cannot be registered
+   * under {@code max_pinned_bytes} until operations release their leases.
+   */
+  private static final int HELD = Integer.MIN_VALUE;
+
+  /**
+   * An op whose operand does not fit under {@code max_pinned_bytes} yet ({@link
+   * LocalRegions#noRoomYet()}): queued again while an op in flight may release a lease, within the
+   * progress deadline; otherwise failed as retryable, naming the bound. Never marks its peer dead:
+   * the bound is this endpoint's, not the peer's.
+   */
+  private void held(Op<T> op) {
+    if (!op.stalled) {
+      op.stalled = true;
+      op.stalledSinceNs = now;
+    }
+    if (inFlight > 0 && now - op.stalledSinceNs < progressDeadlineNs) {
+      pending.addLast(op);
+      return;
+    }
+    failUnposted(
+        op,
+        regions.noRoomError(
+            op.lengthBytes,
+            inFlight > 0
+                ? "for longer than progress_deadline"
+                : "with no transfer in flight left to release one"));
+  }
+
+  /**
    * An op whose post threw: a set-up failure (peer insert, registration) fails it alone; any other
    * exception (a provider bug) still finishes it, since it is in neither the queue nor a slot now
    * and nothing else would ever complete it.
@@ -714,6 +746,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     Registration lease = op.lease;
     if (lease == null) {
       lease = leaseOperand(op, address);
+      if (lease == regions.noRoomYet()) {
+        return HELD; // nothing leased, no slot taken
+      }
       op.lease = lease;
     }
     long descriptor = lease == null ? 0 : lease.descriptor();

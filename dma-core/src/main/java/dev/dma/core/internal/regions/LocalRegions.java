@@ -27,12 +27,16 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * {@code maxPinnedBytes} caps the bytes this endpoint keeps registered: cached spans, pinned
  * regions and the one-off registrations of in-flight operations. A registration that would exceed
- * it first evicts this domain's least recently used cached spans that no operation leases (never a
- * leased one, never a pinned region); if that is not enough, a widened span falls back to the
- * operand's own extent, and otherwise the lease fails naming {@code max_pinned_bytes} and {@code
- * ulimit -l}. A registration the kernel refuses with {@code -FI_ENOMEM} likewise evicts idle spans
- * and retries before failing. The public constructor derives the bound from the configuration and
- * {@code RLIMIT_MEMLOCK} ({@link PinnedMemoryLimit#bound(long)}); the bound is per endpoint.
+ * it first evicts this domain's least recently released cached spans that no operation leases
+ * (never a leased one, never a pinned region), at a cost that does not grow with their number; if
+ * that is not enough, a widened span falls back to the operand's own extent. If even that cannot
+ * fit, the leases operations hold fill the bound: the lease answers {@link #noRoomYet()} and the
+ * worker holds the operation until a release makes room (or fails it as retryable, {@link
+ * #noRoomError}). Only an operand longer than the bound itself, or a pinned region that does not
+ * fit, fails at once naming {@code max_pinned_bytes} and {@code ulimit -l}. A registration the
+ * kernel refuses with {@code -FI_ENOMEM} likewise evicts idle spans and retries before failing. The
+ * public constructor derives the bound from the configuration and {@code RLIMIT_MEMLOCK} ({@link
+ * PinnedMemoryLimit#bound(long)}); the bound is per endpoint.
  */
 public final class LocalRegions implements AutoCloseable {
   private static final VarHandle HITS;
@@ -60,6 +64,12 @@ public final class LocalRegions implements AutoCloseable {
    * claim): lets an overlapping invalidate stop it from being cached.
    */
   private final RegionRegistry.Claim claim = new RegionRegistry.Claim();
+
+  /**
+   * What {@link #lease} returns when the operand fits under the bound only once operations release
+   * their leases. Never deregisters: it carries an extra lease no one drops.
+   */
+  private final Registration noRoomYet;
 
   /** Lowered by whichever thread deregisters, so atomic. */
   private final AtomicLong pinnedBytes = new AtomicLong();
@@ -117,6 +127,7 @@ public final class LocalRegions implements AutoCloseable {
     this.registry = registry;
     this.maxPinnedBytes = boundBytes;
     this.required = endpoint.requiresLocalRegistration();
+    this.noRoomYet = new Registration(endpoint, 0, 0, 0, 0, false, null).retain();
   }
 
   /**
@@ -137,11 +148,20 @@ public final class LocalRegions implements AutoCloseable {
    * @param address the operand's first byte
    * @param lengthBytes the operand's length, not negative
    * @param context the caller context, asked for its cacheable span only on a miss
-   * @return a retained registration, or {@code null} when the endpoint needs no local registration
-   *     (nothing is registered and the context is not asked)
+   *     <p>A miss that would not fit under the bound even after evicting every idle cached span,
+   *     while the operand alone is within the bound, registers nothing, does not ask the context
+   *     and returns {@link #noRoomYet()}: the leases operations hold are what fill the bound, so
+   *     the same lease may succeed once one of them is released. The caller either holds the
+   *     operation and leases again later, or fails it with {@link #noRoomError}.
+   * @param address the operand's first byte
+   * @param lengthBytes the operand's length, not negative
+   * @param context the caller context, asked for its cacheable span only on a miss
+   * @return a retained registration; {@code null} when the endpoint needs no local registration
+   *     (nothing is registered and the context is not asked); or {@link #noRoomYet()}, which holds
+   *     no registration and must not be released
    * @throws DmaException {@code local operand range overflows}; whatever the endpoint's {@code
-   *     register} throws; or, when memory cannot be pinned, a message naming {@code
-   *     max_pinned_bytes} and {@code ulimit -l}
+   *     register} throws; or, when memory cannot be pinned (an operand longer than the bound, or
+   *     the kernel refusing), a message naming {@code max_pinned_bytes} and {@code ulimit -l}
    */
   public Registration lease(long address, long lengthBytes, Operands context) {
     if (!required) {
@@ -155,6 +175,13 @@ public final class LocalRegions implements AutoCloseable {
     if (hit != null) {
       HITS.setOpaque(this, hits + 1);
       return hit;
+    }
+    if (lengthBytes <= maxPinnedBytes && !fitsAfterEviction(lengthBytes)) {
+      // Even the operand's own extent cannot fit until an operation releases its lease. Checked
+      // before the context is asked or a miss counted, since a held operation leases again on
+      // every pass of its worker until it fits. An operand longer than the bound goes on, to fail
+      // below with a message that says so.
+      return noRoomYet;
     }
     MISSES.setOpaque(this, misses + 1);
     CacheableSpan span = spanAround(context, address, end);
@@ -230,6 +257,52 @@ public final class LocalRegions implements AutoCloseable {
   @Override
   public void close() {
     registry.clearDomain(this);
+  }
+
+  /**
+   * The placeholder {@link #lease} returns when an operand cannot be registered under the bound
+   * until operations release their leases: compare by identity; never release it, never post its
+   * descriptor.
+   *
+   * @return the placeholder, the same for every call on this instance
+   */
+  public Registration noRoomYet() {
+    return noRoomYet;
+  }
+
+  /**
+   * The failure of an operation whose lease kept answering {@link #noRoomYet()} and that its caller
+   * will not hold any longer: {@link DmaException.Reason#BACKPRESSURE}, so retryable, with a
+   * message naming {@code max_pinned_bytes}, its value and the setting that raises it. Any thread;
+   * allocates (a cold path).
+   *
+   * @param lengthBytes the operand's length
+   * @param why why the caller stopped holding it, e.g. {@code "no transfer in flight to release
+   *     one"}
+   * @return the exception, not thrown
+   */
+  public DmaException noRoomError(long lengthBytes, String why) {
+    long pinned = pinnedBytes.get();
+    return new DmaException(
+        DmaException.Kind.FABRIC,
+        DmaException.Reason.BACKPRESSURE,
+        "registering the "
+            + lengthBytes
+            + "-byte operand would pin "
+            + (pinned + lengthBytes)
+            + " bytes on this endpoint, above max_pinned_bytes ("
+            + maxPinnedBytes
+            + " bytes; "
+            + pinned
+            + " are held by operations in flight and registered regions, none idle), and it was"
+            + " held "
+            + why
+            + "; retry it, or raise the max_pinned_bytes configuration key"
+            + " (DmaConfiguration.Builder.maxPinnedBytes), and ulimit -l (RLIMIT_MEMLOCK) when"
+            + " that caps it",
+        Errno.FI_ENOMEM,
+        DmaException.UNKNOWN_ERRNO,
+        null);
   }
 
   /**
@@ -365,22 +438,36 @@ public final class LocalRegions implements AutoCloseable {
     }
     long pinned = pinnedBytes.get();
     if (lengthBytes > maxPinnedBytes - pinned) {
+      // Longer than the bound itself: no amount of waiting helps, the request or the bound must
+      // change. Otherwise the bound is full of pinned regions and leased spans.
       throw new DmaException(
           DmaException.Kind.FABRIC,
+          lengthBytes > maxPinnedBytes
+              ? DmaException.Reason.BAD_REQUEST
+              : DmaException.Reason.PROVIDER,
           "registering "
               + lengthBytes
               + " bytes would pin "
               + (pinned + lengthBytes)
               + " bytes on this endpoint, above max_pinned_bytes ("
               + maxPinnedBytes
-              + "; "
+              + " bytes; "
               + pinned
-              + " bytes are held by in-flight operations and registered regions); raise"
-              + " max_pinned_bytes, and ulimit -l (RLIMIT_MEMLOCK) when that caps it",
+              + " bytes are held by in-flight operations and registered regions); raise the"
+              + " max_pinned_bytes configuration key (DmaConfiguration.Builder.maxPinnedBytes),"
+              + " and ulimit -l (RLIMIT_MEMLOCK) when that caps it",
           Errno.FI_ENOMEM,
           DmaException.UNKNOWN_ERRNO,
           null);
     }
+  }
+
+  /** Whether {@code lengthBytes} more fit under the bound once every idle cached span is gone. */
+  private boolean fitsAfterEviction(long lengthBytes) {
+    // Only the worker raises pinnedBytes, so a concurrent change can only make more room. Written
+    // as subtractions so an unbounded maxPinnedBytes (Long.MAX_VALUE) cannot overflow.
+    long room = maxPinnedBytes - pinnedBytes.get();
+    return lengthBytes <= room || lengthBytes - registry.idleBytes(this) <= room;
   }
 
   private int evictIdle(long wantedBytes) {

@@ -33,6 +33,15 @@ import java.util.concurrent.locks.ReentrantLock;
  * invalidated, its domain is cleared, another entry replaces it at the same base, or (evictable
  * entries only) {@link LocalRegions} evicts it to respect its pinned-bytes bound.
  *
+ * <h2>Cost</h2>
+ *
+ * A lookup costs O(log n) in a domain of n entries; an insertion, a removal and an eviction move at
+ * most a few hundred entries (see {@code DomainMap}), whatever n; and the bytes eviction could give
+ * back are known in O(1): each domain keeps its idle entries (the evictable ones nothing but the
+ * registry leases) on a list of their own, with their byte total, updated as leases come and go
+ * (see {@link Registration#release()}). So a miss past the bound costs the same with 256 cached
+ * spans as with 100,000.
+ *
  * <h2>Registrations in progress</h2>
  *
  * A miss is registered outside the lock (a system call; a re-entrant free must not deadlock on it)
@@ -207,9 +216,32 @@ public final class RegionRegistry {
       map = new DomainMap();
       domains.put(domain, map);
     }
-    // The caller holds a lease, so the count is positive and this cannot resurrect it.
+    // The caller holds a lease, so the count is positive and this cannot resurrect it; the count
+    // is now at least 2, so the new entry is not idle until the caller's lease drops.
     registration.retain();
+    registration.registry = this;
     return map.put(registration);
+  }
+
+  /**
+   * Told by {@link Registration#release()} when a lease drop left a cached span with possibly only
+   * the registry's lease: puts it at the tail of its domain's idle list, unless it is no longer
+   * tracked or a {@link #covering} leased it again meanwhile. Takes the lock; never allocates.
+   *
+   * @param entry the registration whose lease count dropped to 1
+   */
+  void becameIdle(Registration entry) {
+    lock.lock();
+    try {
+      // Under the lock only covering raises a tracked entry's count from 1, and it takes an idle
+      // entry off the list; so a tracked entry is on the list exactly when its count is 1 (or a
+      // release that made it 1 is on its way here).
+      if (entry.tracked && !entry.idle && entry.registry == this && entry.leases() == 1) {
+        entry.map.linkIdle(entry);
+      }
+    } finally {
+      lock.unlock();
+    }
   }
 
   /**
@@ -249,17 +281,15 @@ public final class RegionRegistry {
       if (map == null) {
         return null;
       }
-      int index = map.floor(start);
-      if (index < 0) {
-        return null;
-      }
-      Registration entry = map.entries[index];
-      if (end > entry.end()) {
+      Registration entry = map.floor(start);
+      if (entry == null || end > entry.end()) {
         return null;
       }
       // The registry's own lease keeps the count positive while we hold the lock.
       entry.retain();
-      map.touch(entry);
+      if (entry.idle) {
+        map.unlinkIdle(entry); // leased now; back on the list, most recent, when released
+      }
       return entry;
     } finally {
       lock.unlock();
@@ -306,33 +336,24 @@ public final class RegionRegistry {
    * @return how many entries were removed
    */
   public int clearDomain(Object domain) {
-    DomainMap map;
+    List<Registration> removed;
     lock.lock();
     try {
-      map = domains.remove(domain);
-      if (map != null) {
-        map.untrackAll();
-      }
+      DomainMap map = domains.remove(domain);
+      removed = map == null ? List.of() : map.untrackAll();
     } finally {
       lock.unlock();
     }
-    if (map == null) {
-      return 0;
-    }
-    int released = 0;
-    for (int i = 0; i < map.size; i++) {
-      map.entries[i].release();
-      released++;
-    }
-    return released;
+    return releaseAll(removed);
   }
 
   /**
-   * Evicts a domain's least recently used evictable entries that nothing but the registry leases,
-   * until at least {@code wantedBytes} of them are gone or none is left. Their leases drop after
-   * the lock is released, which deregisters them on this thread. An entry an operation leases is
-   * never touched: its count exceeds 1, and under the lock nobody can add a lease to an entry with
-   * count 1 but {@link #covering}, which also takes the lock.
+   * Evicts a domain's least recently released idle entries (evictable, nothing but the registry
+   * leasing them) until at least {@code wantedBytes} of them are gone or none is left. Their leases
+   * drop after the lock is released, which deregisters them on this thread. An entry an operation
+   * leases is never touched: it is not on the idle list, and under the lock nobody can add a lease
+   * to an idle entry but {@link #covering}, which also takes the lock and takes it off the list.
+   * Costs the same per evicted entry whatever the number of entries and of leased ones.
    *
    * @param domain the domain key
    * @param wantedBytes how many registered bytes to give back
@@ -344,7 +365,7 @@ public final class RegionRegistry {
     try {
       DomainMap map = domains.get(domain);
       if (map != null) {
-        evicted = map.evictLeastRecentlyUsed(wantedBytes);
+        evicted = map.evictIdle(wantedBytes);
       }
     } finally {
       lock.unlock();
@@ -353,25 +374,71 @@ public final class RegionRegistry {
   }
 
   /**
-   * The bytes of a domain's evictable entries that nothing but the registry leases: what {@link
-   * #evict} could give back right now. Any thread.
+   * The bytes of a domain's idle entries (evictable, nothing but the registry leasing them): what
+   * {@link #evict} could give back right now. Kept as leases come and go, so O(1). Any thread.
    *
    * @param domain the domain key
-   * @return the byte count
+   * @return the byte count, never negative
    */
   long idleBytes(Object domain) {
     lock.lock();
     try {
       DomainMap map = domains.get(domain);
-      long idle = 0;
-      for (Registration entry = map == null ? null : map.lruHead;
+      return map == null ? 0 : map.idleBytes;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * A domain's idle entries, least recently released first; for tests. Any thread.
+   *
+   * @param domain the domain key
+   * @return a snapshot
+   */
+  List<Registration> idleEntries(Object domain) {
+    List<Registration> idle = new ArrayList<>();
+    lock.lock();
+    try {
+      DomainMap map = domains.get(domain);
+      for (Registration entry = map == null ? null : map.idleHead;
           entry != null;
           entry = entry.lruNext) {
-        if (entry.leases() == 1) {
-          idle += entry.lengthBytes();
-        }
+        idle.add(entry);
       }
       return idle;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * What is wrong with a domain's layout, or null when nothing is; for tests.
+   *
+   * @param domain the domain key
+   * @return a description of the first fault found, or null
+   */
+  String layoutFault(Object domain) {
+    lock.lock();
+    try {
+      DomainMap map = domains.get(domain);
+      return map == null ? null : map.layoutFault();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * How many chunks a domain's map uses; for tests of its bound.
+   *
+   * @param domain the domain key
+   * @return the count
+   */
+  int chunkCount(Object domain) {
+    lock.lock();
+    try {
+      DomainMap map = domains.get(domain);
+      return map == null ? 0 : map.chunkCount();
     } finally {
       lock.unlock();
     }
@@ -404,32 +471,69 @@ public final class RegionRegistry {
   }
 
   /**
-   * One domain's entries: parallel arrays sorted by base (binary search with no boxing, so a hit
-   * allocates nothing), and an intrusive least-recently-used list of the evictable ones. Guarded by
-   * the registry's lock.
+   * One domain's entries, ordered by base in a two-level sorted array (a B+-tree of height two):
+   * chunks of at most {@value #CHUNK} parallel bases and entries, and an array of each chunk's
+   * first base. A lookup is two binary searches over contiguous {@code long}s with no boxing, so a
+   * hit allocates nothing and stays cache-friendly; an insertion or removal moves at most one
+   * chunk's worth of entries, plus, when a chunk splits or two merge, the chunk index. Adjacent
+   * chunks always hold more than half a chunk between them (removals merge them otherwise), so
+   * there are at most {@code 4 n / CHUNK + 1} chunks, and since a split needs half a chunk of
+   * insertions since the chunk was made, the index moves cost O(n / CHUNK²) amortized: a few
+   * entries a miss at 100,000 entries. Also the intrusive list of the domain's idle entries, least
+   * recently released first, with their byte total. Guarded by the registry's lock.
    */
-  private static final class DomainMap {
-    long[] bases = new long[16];
-    Registration[] entries = new Registration[16];
+  static final class DomainMap {
+    /** Entries a chunk holds at most; even. */
+    static final int CHUNK = 256;
+
+    /** The first base of each chunk in use, ascending. */
+    private long[] firsts = new long[4];
+
+    private Chunk[] chunks = new Chunk[4];
+    private int chunkCount;
     int size;
 
     /** The longest entry ever held since the map was last empty: bounds invalidate's scan. */
     long maxLengthBytes;
 
-    /** Least recently used evictable entry. */
-    Registration lruHead;
+    /** The idle entry released longest ago: the next to evict. */
+    Registration idleHead;
 
-    /** Most recently used evictable entry. */
-    Registration lruTail;
+    /** The idle entry released last. */
+    Registration idleTail;
 
-    /** The index of the greatest base at or below {@code address}, or -1. */
-    int floor(long address) {
+    /** The bytes of the idle entries. */
+    long idleBytes;
+
+    /** Up to {@link #CHUNK} entries, sorted by base, never empty while in the map. */
+    private static final class Chunk {
+      final long[] bases = new long[CHUNK];
+      final Registration[] entries = new Registration[CHUNK];
+      int size;
+
+      /** The index of the greatest base at or below {@code address}, or -1. */
+      int floor(long address) {
+        int low = 0;
+        int high = size - 1;
+        while (low <= high) {
+          int mid = (low + high) >>> 1;
+          if (bases[mid] <= address) {
+            low = mid + 1;
+          } else {
+            high = mid - 1;
+          }
+        }
+        return high;
+      }
+    }
+
+    /** The index of the chunk with the greatest first base at or below {@code address}, or -1. */
+    private int floorChunk(long address) {
       int low = 0;
-      int high = size - 1;
+      int high = chunkCount - 1;
       while (low <= high) {
         int mid = (low + high) >>> 1;
-        long base = bases[mid];
-        if (base <= address) {
+        if (firsts[mid] <= address) {
           low = mid + 1;
         } else {
           high = mid - 1;
@@ -438,29 +542,39 @@ public final class RegionRegistry {
       return high;
     }
 
+    /** The entry with the greatest base at or below {@code address}, or null. */
+    Registration floor(long address) {
+      int c = floorChunk(address);
+      if (c < 0) {
+        return null;
+      }
+      Chunk chunk = chunks[c];
+      return chunk.entries[chunk.floor(address)]; // its first base is at or below address
+    }
+
     /** Inserts, returning the entry it replaced at the same base (still leased), or null. */
     Registration put(Registration registration) {
+      long base = registration.base();
       registration.tracked = true;
+      registration.map = this;
       maxLengthBytes = Math.max(maxLengthBytes, registration.lengthBytes());
-      if (registration.evictable()) {
-        linkTail(registration);
+      int c = floorChunk(base);
+      if (c >= 0) {
+        Chunk chunk = chunks[c];
+        int index = chunk.floor(base);
+        if (chunk.bases[index] == base) {
+          Registration replaced = chunk.entries[index];
+          untrack(replaced);
+          chunk.entries[index] = registration;
+          return replaced;
+        }
+        insertAt(c, index + 1, registration);
+      } else {
+        if (chunkCount == 0) {
+          addChunk(0, new Chunk());
+        }
+        insertAt(0, 0, registration); // below every base: the front of the first chunk
       }
-      int index = floor(registration.base());
-      if (index >= 0 && bases[index] == registration.base()) {
-        Registration replaced = entries[index];
-        untrack(replaced);
-        entries[index] = registration;
-        return replaced;
-      }
-      int at = index + 1;
-      if (size == bases.length) {
-        bases = Arrays.copyOf(bases, size * 2);
-        entries = Arrays.copyOf(entries, size * 2);
-      }
-      System.arraycopy(bases, at, bases, at + 1, size - at);
-      System.arraycopy(entries, at, entries, at + 1, size - at);
-      bases[at] = registration.base();
-      entries[at] = registration;
       size++;
       return null;
     }
@@ -469,96 +583,219 @@ public final class RegionRegistry {
       // Entries at or above `end` cannot overlap; below it, walk down while an entry could still
       // reach past `start`: none longer than maxLengthBytes exists, so a base that far below
       // `start` ends at or before it, as does every lower one.
-      for (int index = floor(end - 1); index >= 0; index--) {
-        if (start - bases[index] >= maxLengthBytes && bases[index] <= start) {
+      Registration entry = floor(end - 1);
+      while (entry != null) {
+        long base = entry.base();
+        if (start - base >= maxLengthBytes && base <= start) {
           break;
         }
-        Registration entry = entries[index];
-        if (entry.base() < end && start < entry.end()) {
+        if (start < entry.end()) {
           if (retired == null) {
             retired = new ArrayList<>();
           }
           retired.add(entry);
-          removeAt(index);
+          remove(entry);
         }
+        entry = base == Long.MIN_VALUE ? null : floor(base - 1);
       }
       return retired;
     }
 
-    List<Registration> evictLeastRecentlyUsed(long wantedBytes) {
+    List<Registration> evictIdle(long wantedBytes) {
       List<Registration> evicted = null;
       long freed = 0;
-      Registration next;
-      for (Registration entry = lruHead; entry != null && freed < wantedBytes; entry = next) {
-        next = entry.lruNext;
-        // Count 1 means only the registry holds it; under the lock nothing can raise it.
-        if (entry.leases() == 1) {
-          int index = floor(entry.base());
-          if (evicted == null) {
-            evicted = new ArrayList<>();
-          }
-          evicted.add(entry);
-          removeAt(index);
-          freed += entry.lengthBytes();
+      while (idleHead != null && freed < wantedBytes) {
+        Registration entry = idleHead;
+        if (evicted == null) {
+          evicted = new ArrayList<>();
         }
+        evicted.add(entry);
+        freed += entry.lengthBytes();
+        remove(entry); // unlinks it from the idle list too
       }
       return evicted;
     }
 
-    void touch(Registration entry) {
-      if (entry.evictable() && entry != lruTail) {
-        unlink(entry);
-        linkTail(entry);
+    /** Untracks every entry and returns them, leaving the map empty. */
+    List<Registration> untrackAll() {
+      List<Registration> all = new ArrayList<>(size);
+      for (int c = 0; c < chunkCount; c++) {
+        Chunk chunk = chunks[c];
+        for (int i = 0; i < chunk.size; i++) {
+          untrack(chunk.entries[i]);
+          all.add(chunk.entries[i]);
+        }
+        chunks[c] = null;
       }
+      chunkCount = 0;
+      size = 0;
+      maxLengthBytes = 0;
+      return all;
     }
 
-    void untrackAll() {
-      for (int i = 0; i < size; i++) {
-        untrack(entries[i]);
-      }
-    }
-
-    private void removeAt(int index) {
-      untrack(entries[index]);
-      System.arraycopy(bases, index + 1, bases, index, size - index - 1);
-      System.arraycopy(entries, index + 1, entries, index, size - index - 1);
-      entries[--size] = null;
-      if (size == 0) {
-        maxLengthBytes = 0;
-      }
-    }
-
-    private void untrack(Registration entry) {
-      entry.tracked = false;
-      if (entry.evictable()) {
-        unlink(entry);
-      }
-    }
-
-    private void linkTail(Registration entry) {
-      entry.lruPrev = lruTail;
+    void linkIdle(Registration entry) {
+      entry.idle = true;
+      entry.lruPrev = idleTail;
       entry.lruNext = null;
-      if (lruTail == null) {
-        lruHead = entry;
+      if (idleTail == null) {
+        idleHead = entry;
       } else {
-        lruTail.lruNext = entry;
+        idleTail.lruNext = entry;
       }
-      lruTail = entry;
+      idleTail = entry;
+      idleBytes += entry.lengthBytes();
     }
 
-    private void unlink(Registration entry) {
+    void unlinkIdle(Registration entry) {
       if (entry.lruPrev == null) {
-        lruHead = entry.lruNext;
+        idleHead = entry.lruNext;
       } else {
         entry.lruPrev.lruNext = entry.lruNext;
       }
       if (entry.lruNext == null) {
-        lruTail = entry.lruPrev;
+        idleTail = entry.lruPrev;
       } else {
         entry.lruNext.lruPrev = entry.lruPrev;
       }
       entry.lruPrev = null;
       entry.lruNext = null;
+      entry.idle = false;
+      idleBytes -= entry.lengthBytes();
+    }
+
+    /**
+     * What is wrong with the layout (order, chunk index, sizes, the pair rule), or null; for tests.
+     */
+    String layoutFault() {
+      long previous = Long.MIN_VALUE;
+      int counted = 0;
+      for (int c = 0; c < chunkCount; c++) {
+        Chunk chunk = chunks[c];
+        if (chunk.size == 0 || chunk.size > CHUNK) {
+          return "chunk " + c + " holds " + chunk.size;
+        }
+        if (firsts[c] != chunk.bases[0]) {
+          return "chunk " + c + " is indexed at " + firsts[c] + ", starts at " + chunk.bases[0];
+        }
+        if (c > 0 && chunks[c - 1].size + chunk.size <= CHUNK / 2) {
+          return "chunks " + (c - 1) + " and " + c + " hold half a chunk between them";
+        }
+        for (int i = 0; i < chunk.size; i++) {
+          if ((counted > 0 && chunk.bases[i] <= previous)
+              || chunk.entries[i].base() != chunk.bases[i]
+              || !chunk.entries[i].tracked) {
+            return "entry " + i + " of chunk " + c + " is out of place: " + chunk.entries[i];
+          }
+          previous = chunk.bases[i];
+          counted++;
+        }
+      }
+      return counted == size ? null : counted + " entries counted, size says " + size;
+    }
+
+    int chunkCount() {
+      return chunkCount;
+    }
+
+    /** Removes a tracked entry of this map (and from the idle list) and untracks it. */
+    private void remove(Registration entry) {
+      long base = entry.base();
+      int c = floorChunk(base);
+      Chunk chunk = chunks[c];
+      int index = chunk.floor(base);
+      if (chunk.entries[index] != entry) {
+        throw new IllegalStateException("not in this domain's map: " + entry);
+      }
+      System.arraycopy(chunk.bases, index + 1, chunk.bases, index, chunk.size - index - 1);
+      System.arraycopy(chunk.entries, index + 1, chunk.entries, index, chunk.size - index - 1);
+      chunk.entries[--chunk.size] = null;
+      untrack(entry);
+      if (--size == 0) {
+        maxLengthBytes = 0;
+      }
+      if (chunk.size == 0) {
+        removeChunk(c);
+        // Its neighbours are now adjacent: they may hold too little between them.
+        if (c > 0) {
+          mergeIfSmall(c - 1);
+        }
+        return;
+      }
+      firsts[c] = chunk.bases[0];
+      // Keeps every adjacent pair above half a chunk, which bounds the number of chunks: merging
+      // c+1 into c first leaves c's index valid for its left neighbour.
+      mergeIfSmall(c);
+      if (c > 0) {
+        mergeIfSmall(c - 1);
+      }
+    }
+
+    private void untrack(Registration entry) {
+      entry.tracked = false;
+      if (entry.idle) {
+        unlinkIdle(entry);
+      }
+    }
+
+    /** Inserts at {@code at} in chunk {@code c}, splitting it first when full. */
+    private void insertAt(int c, int at, Registration registration) {
+      Chunk chunk = chunks[c];
+      if (chunk.size == CHUNK) {
+        // The upper half moves to a new chunk right after this one.
+        int half = CHUNK / 2;
+        Chunk upper = new Chunk();
+        System.arraycopy(chunk.bases, half, upper.bases, 0, CHUNK - half);
+        System.arraycopy(chunk.entries, half, upper.entries, 0, CHUNK - half);
+        Arrays.fill(chunk.entries, half, CHUNK, null);
+        upper.size = CHUNK - half;
+        chunk.size = half;
+        addChunk(c + 1, upper);
+        if (at > half) {
+          c++;
+          at -= half;
+          chunk = upper;
+        }
+      }
+      System.arraycopy(chunk.bases, at, chunk.bases, at + 1, chunk.size - at);
+      System.arraycopy(chunk.entries, at, chunk.entries, at + 1, chunk.size - at);
+      chunk.bases[at] = registration.base();
+      chunk.entries[at] = registration;
+      chunk.size++;
+      firsts[c] = chunk.bases[0];
+    }
+
+    /** Merges chunk {@code c + 1} into chunk {@code c} when they hold half a chunk or less. */
+    private void mergeIfSmall(int c) {
+      if (c + 1 >= chunkCount) {
+        return;
+      }
+      Chunk left = chunks[c];
+      Chunk right = chunks[c + 1];
+      if (left.size + right.size > CHUNK / 2) {
+        return;
+      }
+      System.arraycopy(right.bases, 0, left.bases, left.size, right.size);
+      System.arraycopy(right.entries, 0, left.entries, left.size, right.size);
+      left.size += right.size;
+      removeChunk(c + 1);
+    }
+
+    private void addChunk(int index, Chunk chunk) {
+      if (chunkCount == chunks.length) {
+        firsts = Arrays.copyOf(firsts, chunkCount * 2);
+        chunks = Arrays.copyOf(chunks, chunkCount * 2);
+      }
+      System.arraycopy(firsts, index, firsts, index + 1, chunkCount - index);
+      System.arraycopy(chunks, index, chunks, index + 1, chunkCount - index);
+      firsts[index] = chunk.size == 0 ? 0 : chunk.bases[0];
+      chunks[index] = chunk;
+      chunkCount++;
+    }
+
+    private void removeChunk(int index) {
+      System.arraycopy(firsts, index + 1, firsts, index, chunkCount - index - 1);
+      System.arraycopy(chunks, index + 1, chunks, index, chunkCount - index - 1);
+      chunks[--chunkCount] = null;
     }
   }
 }

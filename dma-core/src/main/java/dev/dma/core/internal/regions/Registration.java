@@ -23,7 +23,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * <h2>Threads</h2>
  *
  * {@link #retain()}, {@link #release()} and the accessors may be called from any thread and never
- * allocate. The least-recently-used links are guarded by the registry's lock.
+ * allocate. A release that leaves only the registry's lease on a cached span takes the registry's
+ * lock briefly, to put the span on its idle list. The tracking fields are guarded by the registry's
+ * lock.
  */
 public final class Registration {
   private static final System.Logger LOG = System.getLogger(Registration.class.getName());
@@ -51,10 +53,22 @@ public final class Registration {
   @SuppressWarnings("unused")
   private volatile int leases = 1;
 
-  // Least-recently-used links and tracking state: guarded by the RegionRegistry's lock.
+  // Tracking state, guarded by the RegionRegistry's lock: the idle list's links (an entry is on it
+  // while nothing but the registry leases it) and the domain map that tracks it.
   Registration lruPrev;
   Registration lruNext;
   boolean tracked;
+  boolean idle;
+  RegionRegistry.DomainMap map;
+
+  /**
+   * The registry that last tracked this registration, told when its lease count drops to the
+   * registry's one. Written under that registry's lock before any other thread can hold a lease
+   * taken from it (leases come through the lock, or from the thread that tracked it), so a holder's
+   * unlocked read in {@link #release()} sees it; never cleared, since a stale value only costs a
+   * lock acquisition that finds the entry untracked.
+   */
+  RegionRegistry registry;
 
   Registration(
       FabricEndpoint endpoint,
@@ -139,6 +153,15 @@ public final class Registration {
   public void release() {
     int remaining = (int) LEASES.getAndAdd(this, -1) - 1;
     if (remaining > 0) {
+      if (remaining == 1 && evictable) {
+        RegionRegistry owner = registry;
+        if (owner != null) {
+          // Possibly only the registry's lease is left: an idle cached span, evictable now. The
+          // registry keeps its idle list and idle bytes as leases come and go, so eviction never
+          // has to search for idle entries.
+          owner.becameIdle(this);
+        }
+      }
       return;
     }
     if (remaining < 0) {

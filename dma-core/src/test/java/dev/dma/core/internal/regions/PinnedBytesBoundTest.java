@@ -69,14 +69,11 @@ class PinnedBytesBoundTest {
     assertTrue(endpoint.isLive(a.handle()), "leased, so never evicted although least recent");
     assertFalse(endpoint.isLive(b.handle()));
 
-    // Both cached spans are leased: the widened registration cannot fit, nor can the operand.
-    DmaException full = assertThrows(DmaException.class, () -> leaseSpan(regions, 3));
-    assertTrue(
-        full.getMessage().contains("above max_pinned_bytes (" + 2 * SPAN), full.getMessage());
-    assertTrue(full.getMessage().contains("raise max_pinned_bytes"), full.getMessage());
-    assertTrue(full.getMessage().contains("ulimit -l (RLIMIT_MEMLOCK)"), full.getMessage());
-    assertEquals(12, full.fabricErrno());
-    assertEquals(DmaException.Kind.FABRIC, full.kind());
+    // Both cached spans are leased: the widened registration cannot fit, nor can the operand,
+    // until a lease drops. Nothing is registered and the context is not asked.
+    int registered = endpoint.registerCalls();
+    assertSame(regions.noRoomYet(), regions.lease(spanBase(3), 4096, NEVER_ASKED));
+    assertEquals(registered, endpoint.registerCalls());
     assertTrue(endpoint.isLive(a.handle()));
     assertTrue(endpoint.isLive(c.handle()));
 
@@ -169,7 +166,17 @@ class PinnedBytesBoundTest {
   void anOperandLargerThanTheBoundFailsWithoutEvicting() {
     LocalRegions regions = LocalRegions.withExactBound(endpoint, registry, SPAN);
     leaseSpan(regions, 0).release();
-    assertThrows(DmaException.class, () -> regions.lease(spanBase(1), 2 * SPAN, NO_SPAN));
+    DmaException tooLong =
+        assertThrows(DmaException.class, () -> regions.lease(spanBase(1), 2 * SPAN, NO_SPAN));
+    // No wait can make it fit: not retryable, and the message says what to raise.
+    assertEquals(DmaException.Reason.BAD_REQUEST, tooLong.reason());
+    assertFalse(tooLong.retryable());
+    assertTrue(
+        tooLong.getMessage().contains("above max_pinned_bytes (" + SPAN + " bytes"),
+        tooLong.getMessage());
+    assertTrue(
+        tooLong.getMessage().contains("raise the max_pinned_bytes configuration key"),
+        tooLong.getMessage());
     assertEquals(0, regions.evictions());
     assertEquals(1, registry.size(regions));
     regions.close();
@@ -191,17 +198,22 @@ class PinnedBytesBoundTest {
         long offset = 4096L * random.nextInt((int) (spanBytes / 4096));
         long length = Math.min(spanBytes - offset, 1 + random.nextInt(16384));
         long base = BASE + buffer * 0x100_0000L;
-        try {
-          Registration lease =
-              random.nextBoolean()
-                  ? regions.lease(base + offset, length, span(base, base + spanBytes))
-                  : regions.lease(base + offset, length, NO_SPAN);
+        Registration lease =
+            random.nextBoolean()
+                ? regions.lease(base + offset, length, span(base, base + spanBytes))
+                : regions.lease(base + offset, length, NO_SPAN);
+        if (lease == regions.noRoomYet()) {
+          // Refused only when the leased bytes alone leave no room.
+          assertTrue(
+              regions.pinnedBytes() - registry.idleBytes(regions) + length > bound,
+              "refused with room: pinned "
+                  + regions.pinnedBytes()
+                  + ", idle "
+                  + registry.idleBytes(regions));
+          refused++;
+        } else {
           assertTrue(lease.base() <= base + offset && base + offset + length <= lease.end());
           held.add(lease);
-        } catch (DmaException full) {
-          // Refused only when the leased bytes alone leave no room.
-          assertTrue(full.getMessage().contains("max_pinned_bytes"), full.getMessage());
-          refused++;
         }
       } else if (action < 9 && !held.isEmpty()) {
         held.remove(random.nextInt(held.size())).release();
@@ -210,6 +222,7 @@ class PinnedBytesBoundTest {
         registry.invalidate(base, base + 4096L * random.nextInt(64));
       }
       assertTrue(regions.pinnedBytes() <= bound, "pinned " + regions.pinnedBytes());
+      RegionCacheAtTheBoundTest.assertIdleAccounting(registry, regions);
       assertEquals(endpoint.liveBytes(), regions.pinnedBytes());
       for (Registration lease : held) {
         assertTrue(endpoint.isLive(lease.handle()), "eviction touched a leased entry: " + lease);
@@ -217,6 +230,7 @@ class PinnedBytesBoundTest {
     }
     assertTrue(regions.evictions() > 0, "the workload must exercise eviction");
     assertTrue(regions.hits() > 0);
+    assertTrue(refused > 0, "the workload must fill the bound with leases");
     assertTrue(refused < 20_000);
     for (Registration lease : held) {
       lease.release();
