@@ -17,13 +17,17 @@ package dev.dma.api;
  *     posted again after a lost connection or an endpoint reset ({@link
  *     TransferRequest#retryWrite()} says when a write may be); a striped transfer counts each
  *     chunk's posts
+ * @param chunks how many chunks the transfer was split into: 1 when it went whole to one endpoint
+ *     (every transfer of a {@code FabricService}, and a group's below its striping threshold), the
+ *     number of page-aligned slices when a {@code FabricServiceGroup} striped it over its devices
+ *     (also when it was then refused at intake, with nothing posted: {@code posts} says that)
  */
-public record Completion<T>(T context, Outcome outcome, int posts) {
+public record Completion<T>(T context, Outcome outcome, int posts, int chunks) {
   /**
-   * Checks the outcome and the count.
+   * Checks the outcome and the counts.
    *
    * @throws NullPointerException if {@code outcome} is null
-   * @throws IllegalArgumentException if {@code posts} is negative
+   * @throws IllegalArgumentException if {@code posts} is negative or {@code chunks} below 1
    */
   public Completion {
     if (outcome == null) {
@@ -32,11 +36,34 @@ public record Completion<T>(T context, Outcome outcome, int posts) {
     if (posts < 0) {
       throw new IllegalArgumentException("posts must not be negative, not " + posts);
     }
+    if (chunks < 1) {
+      throw new IllegalArgumentException("chunks must be at least 1, not " + chunks);
+    }
+  }
+
+  /**
+   * A completion of a transfer that was not striped: one chunk.
+   *
+   * @param context the context of the request
+   * @param outcome how the transfer ended
+   * @param posts how many times it was handed to the provider
+   */
+  public Completion(T context, Outcome outcome, int posts) {
+    this(context, outcome, posts, 1);
+  }
+
+  /**
+   * Whether a {@code FabricServiceGroup} split the transfer over several devices.
+   *
+   * @return {@code chunks() > 1}
+   */
+  public boolean striped() {
+    return chunks > 1;
   }
 
   /**
    * A completion as a test double or an adapter builds it, with no post count of its own: 1 for a
-   * success, 0 for a failure.
+   * success, 0 for a failure; one chunk.
    *
    * @param context the context of the request
    * @param outcome how the transfer ended

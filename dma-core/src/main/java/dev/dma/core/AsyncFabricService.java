@@ -1,5 +1,6 @@
 package dev.dma.core;
 
+import dev.dma.api.BatchCompleter;
 import dev.dma.api.CacheableSpan;
 import dev.dma.api.Completion;
 import dev.dma.api.DmaConfiguration;
@@ -10,6 +11,7 @@ import dev.dma.api.TransferRequest;
 import dev.dma.core.internal.FabricWorker;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricProvider;
+import io.opentelemetry.api.OpenTelemetry;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
@@ -18,39 +20,76 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A {@link FabricService} with a {@link CompletableFuture} per transfer instead of a batch hook.
+ * Futures over a {@link FabricService} or a {@link FabricServiceGroup}: a {@link CompletableFuture}
+ * per transfer instead of a batch hook, with every option of the batch form.
  *
- * <p>Submission happens inside {@link #transfer}: the returned future's transfer is already queued
- * and counted in {@link #outstanding()}. A transfer that completes completes its future normally,
- * with a {@link Completion} whose outcome is always a {@link dev.dma.api.TransferDone}; one that
- * fails, or that the service refuses, fails its future exceptionally with the {@link DmaException}
- * (its {@link DmaException#reason()} says why), as Netty and gRPC futures do. The {@link Outcome}
- * form, failures included, stays with {@link FabricService}'s batch hook. Once a future fails, the
- * request's context is the caller's again, as after a completion.
+ * <h2>Starting one</h2>
  *
- * <p>Threads: the worker (or, for checksummed transfers, a checksum-pool thread) hands each result
- * to the service's executor, which completes the future; so dependent stages run there, never on
- * the fabric worker, by default on {@link ForkJoinPool#commonPool()}. One hop per transfer buys
- * that; pass {@code Runnable::run} as the executor to complete on the worker or pool thread instead
- * (zero hops; then stages must be quick and must not block). As with every {@link
- * CompletableFuture}, a stage attached to a future that is already complete (a refusal, or a race
- * with the completion) runs on the thread attaching it. An executor that rejects the completion
- * makes it run inline. Cancelling a future abandons it but never cancels the RMA: the provider
- * still owns the operand until the transfer completes, and the context is released then.
- * Thread-safe.
+ * {@link #builder(DmaConfiguration)} takes the options of {@link FabricService.Builder} (provider,
+ * checksum pool, clock, OpenTelemetry, worker-pass tracing, {@link Builder#onLocalAddressChange})
+ * and the executor futures complete on; {@link Builder#group()} (or a striping threshold) makes it
+ * run over a {@link FabricServiceGroup}, one service per device, with the group's spreading and
+ * striping. A striped transfer is one future, completed once every chunk has ended; its {@link
+ * Completion#chunks()} says how many there were. The static {@code start} methods are shorthands
+ * for one service.
+ *
+ * <pre>{@code
+ * AsyncFabricService<Buffer> server =
+ *     AsyncFabricService.<Buffer>builder(configuration)   // interfaces=lo,lo: two devices
+ *         .stripeThresholdBytes(1 << 20)                   // a group, striping 1 MiB and up
+ *         .onLocalAddressChange(address -> readvertise())
+ *         .start();
+ * server.transfer(TransferRequest.write(7, ad, buffer)).thenAccept(done -> ...);
+ * }</pre>
+ *
+ * <h2>Futures</h2>
+ *
+ * Submission happens inside {@link #transfer}: the returned future's transfer is already queued and
+ * counted in {@link #outstanding()}. A transfer that completes completes its future normally, with
+ * a {@link Completion} whose outcome is always a {@link dev.dma.api.TransferDone}; one that fails,
+ * or that the service refuses, fails its future exceptionally with the {@link DmaException} (its
+ * {@link DmaException#reason()} says why), as Netty and gRPC futures do. The {@link Outcome} form,
+ * failures included, stays with the batch hook. Once a future fails, the request's context is the
+ * caller's again, as after a completion.
+ *
+ * <p>Threads: the worker (or, for checksummed transfers, a checksum-pool thread; for a striped
+ * transfer, the thread that ended its last chunk) hands each result to the executor, which
+ * completes the future; so dependent stages run there, never on a fabric worker, by default on
+ * {@link ForkJoinPool#commonPool()}. One hop per transfer buys that; pass {@code Runnable::run} as
+ * the executor to complete on the worker or pool thread instead (zero hops; then stages must be
+ * quick and must not block). As with every {@link CompletableFuture}, a stage attached to a future
+ * that is already complete (a refusal, or a race with the completion) runs on the thread attaching
+ * it. An executor that rejects the completion makes it run inline. Cancelling a future abandons it
+ * but never cancels the RMA: the provider still owns the operand until the transfer completes, and
+ * the context is released then. Thread-safe.
+ *
+ * <p>Ownership: it owns the service or group it started and closes it in {@link #close()}; a
+ * checksum pool passed to the builder stays the caller's.
  *
  * @param <T> the caller context type
  */
 public final class AsyncFabricService<T extends Operands> implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(AsyncFabricService.class.getName());
 
-  private final FabricService<Pending<T>> inner;
+  private final Target<Pending<T>> inner;
 
-  private AsyncFabricService(FabricService<Pending<T>> inner) {
+  private AsyncFabricService(Target<Pending<T>> inner) {
     this.inner = inner;
+  }
+
+  /**
+   * A builder for futures over one service or, with {@link Builder#group()}, a group.
+   *
+   * @param <T> the caller context type
+   * @param configuration the configuration
+   * @return the builder
+   */
+  public static <T extends Operands> Builder<T> builder(DmaConfiguration configuration) {
+    return new Builder<>(configuration);
   }
 
   /**
@@ -62,7 +101,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    * @throws DmaException as {@link FabricService#start}
    */
   public static <T extends Operands> AsyncFabricService<T> start(DmaConfiguration configuration) {
-    return start(configuration, null, null);
+    return AsyncFabricService.<T>builder(configuration).start();
   }
 
   /**
@@ -101,17 +140,14 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
       @Nullable FabricProvider provider,
       @Nullable ChecksumPool pool,
       Executor executor) {
-    Objects.requireNonNull(executor, "executor");
-    FabricService.Builder<Pending<T>> builder =
-        FabricService.<Pending<T>>builder(configuration)
-            .completer(batch -> deliver(batch, executor));
+    Builder<T> builder = AsyncFabricService.<T>builder(configuration).executor(executor);
     if (provider != null) {
       builder.provider(provider);
     }
     if (pool != null) {
       builder.checksumPool(pool);
     }
-    return new AsyncFabricService<>(builder.start());
+    return builder.start();
   }
 
   private static <T extends Operands> void deliver(
@@ -122,6 +158,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
       try {
         pending.outcome = completion.outcome();
         pending.posts = completion.posts();
+        pending.chunks = completion.chunks();
         try {
           executor.execute(pending);
         } catch (RejectedExecutionException rejected) {
@@ -139,8 +176,8 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    * @param request the transfer
    * @return a future of its completion, failing with the transfer's {@link DmaException}; when the
    *     service refuses it, one already failed with reason {@link DmaException.Reason#BACKPRESSURE}
-   *     (the pending queue is full; the request stays the caller's) or {@link
-   *     DmaException.Reason#CLOSED} ({@code fabric worker is gone})
+   *     (the pending queue is full, on every device of a group; the request stays the caller's) or
+   *     {@link DmaException.Reason#CLOSED} ({@code fabric worker is gone})
    */
   public CompletableFuture<Completion<T>> transfer(TransferRequest<T> request) {
     Pending<T> pending = new Pending<>(request.context());
@@ -170,7 +207,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * As {@link FabricService#register(MemorySegment)}.
+   * As {@link FabricService#register(MemorySegment)}; over a group, on every device.
    *
    * @param segment native memory
    * @return the region
@@ -180,7 +217,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * As {@link FabricService#addPeer(long, byte[])}.
+   * As {@link FabricService#addPeer(long, byte[])}; over a group, on every device.
    *
    * @param clientId the client
    * @param address its fabric address
@@ -190,7 +227,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * As {@link FabricService#removePeer(long)}.
+   * As {@link FabricService#removePeer(long)}; over a group, on every device.
    *
    * @param clientId the client
    */
@@ -199,25 +236,48 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * As {@link FabricService#localAddress()}.
+   * The first device's address ({@link FabricService#localAddress()}); the only one over a single
+   * service. Over a group, clients that insert the server's address (efa-direct) need {@link
+   * #localAddresses()}.
    *
    * @return the endpoint's address
    */
   public byte[] localAddress() {
-    return inner.localAddress();
+    return inner.localAddresses().getFirst();
   }
 
   /**
-   * As {@link FabricService#outstanding()}.
+   * Every device's address, in device order: one over a single service; over a group, as {@link
+   * FabricServiceGroup#localAddresses()}.
    *
-   * @return transfers submitted and not completed
+   * @return fresh copies
+   */
+  public List<byte[]> localAddresses() {
+    return inner.localAddresses();
+  }
+
+  /**
+   * The devices transfers run on, in the order of {@link #localAddresses()}: over a group, as
+   * {@link FabricServiceGroup#devices()} (a name may repeat); over a single service, the one it
+   * pinned ({@code interfaces[0]}), or its provider's name when none was configured.
+   *
+   * @return the names
+   */
+  public List<String> devices() {
+    return inner.devices();
+  }
+
+  /**
+   * Transfers submitted and not completed (over a group, summed over the devices).
+   *
+   * @return the count
    */
   public long outstanding() {
     return inner.outstanding();
   }
 
   /**
-   * As {@link FabricService#endpointInfo()}.
+   * As {@link FabricService#endpointInfo()}; over a group, the first device's.
    *
    * @return the endpoint's description
    */
@@ -226,12 +286,346 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * As {@link FabricService#close()}: every future still pending is handed to the executor first
-   * (completed or failed), though the executor may complete it after this returns.
+   * As {@link FabricService#close()} (over a group, for every device): every future still pending
+   * is handed to the executor first (completed or failed), though the executor may complete it
+   * after this returns.
    */
   @Override
   public void close() {
     inner.close();
+  }
+
+  @Override
+  public String toString() {
+    return "AsyncFabricService" + inner.devices();
+  }
+
+  /**
+   * What the futures run over: one service or a group. Two implementations, so the per-transfer
+   * call stays bimorphic.
+   */
+  private interface Target<P extends Operands> {
+    FabricService.Offer offer(TransferRequest<P> request);
+
+    MemoryRegion register(MemorySegment segment);
+
+    void addPeer(long clientId, byte[] address);
+
+    void removePeer(long clientId);
+
+    List<byte[]> localAddresses();
+
+    List<String> devices();
+
+    long outstanding();
+
+    EndpointInfo endpointInfo();
+
+    void close();
+  }
+
+  private record One<P extends Operands>(FabricService<P> service, String device)
+      implements Target<P> {
+    @Override
+    public FabricService.Offer offer(TransferRequest<P> request) {
+      return service.offer(request);
+    }
+
+    @Override
+    public MemoryRegion register(MemorySegment segment) {
+      return service.register(segment);
+    }
+
+    @Override
+    public void addPeer(long clientId, byte[] address) {
+      service.addPeer(clientId, address);
+    }
+
+    @Override
+    public void removePeer(long clientId) {
+      service.removePeer(clientId);
+    }
+
+    @Override
+    public List<byte[]> localAddresses() {
+      return List.of(service.localAddress());
+    }
+
+    @Override
+    public List<String> devices() {
+      return List.of(device);
+    }
+
+    @Override
+    public long outstanding() {
+      return service.outstanding();
+    }
+
+    @Override
+    public EndpointInfo endpointInfo() {
+      return service.endpointInfo();
+    }
+
+    @Override
+    public void close() {
+      service.close();
+    }
+  }
+
+  private record Many<P extends Operands>(FabricServiceGroup<P> group) implements Target<P> {
+    @Override
+    public FabricService.Offer offer(TransferRequest<P> request) {
+      return group.offer(request);
+    }
+
+    @Override
+    public MemoryRegion register(MemorySegment segment) {
+      return group.register(segment);
+    }
+
+    @Override
+    public void addPeer(long clientId, byte[] address) {
+      group.addPeer(clientId, address);
+    }
+
+    @Override
+    public void removePeer(long clientId) {
+      group.removePeer(clientId);
+    }
+
+    @Override
+    public List<byte[]> localAddresses() {
+      return group.localAddresses();
+    }
+
+    @Override
+    public List<String> devices() {
+      return group.devices();
+    }
+
+    @Override
+    public long outstanding() {
+      return group.outstanding();
+    }
+
+    @Override
+    public EndpointInfo endpointInfo() {
+      return group.services().getFirst().endpointInfo();
+    }
+
+    @Override
+    public void close() {
+      group.close();
+    }
+  }
+
+  /**
+   * Builds and starts an {@link AsyncFabricService}: over one {@link FabricService} by default,
+   * over a {@link FabricServiceGroup} after {@link #group()}. Every option reaches every service
+   * started. Not thread-safe.
+   *
+   * @param <T> the caller context type
+   */
+  public static final class Builder<T extends Operands> {
+    private final DmaConfiguration configuration;
+    private @Nullable FabricProvider provider;
+    private @Nullable ChecksumPool pool;
+    private NanoClock clock = NanoClock.system();
+    private @Nullable OpenTelemetry openTelemetry;
+    private boolean traceWorkerPasses;
+    private Consumer<byte[]> addressListener = address -> {};
+    private Executor executor = ForkJoinPool.commonPool();
+    private boolean group;
+    private long stripeThresholdBytes;
+    private int stripeChunks;
+
+    private Builder(DmaConfiguration configuration) {
+      this.configuration = Objects.requireNonNull(configuration, "configuration");
+    }
+
+    /**
+     * Uses this provider instead of selecting one by the configuration's name.
+     *
+     * @param value the provider
+     * @return this builder
+     */
+    public Builder<T> provider(FabricProvider value) {
+      this.provider = Objects.requireNonNull(value, "provider");
+      return this;
+    }
+
+    /**
+     * Shares a checksum pool, which the caller keeps and closes afterwards; by default the service
+     * (or group) creates and closes its own.
+     *
+     * @param value the pool
+     * @return this builder
+     */
+    public Builder<T> checksumPool(ChecksumPool value) {
+      this.pool = Objects.requireNonNull(value, "checksumPool");
+      return this;
+    }
+
+    /**
+     * Sets the clock of the completion and progress deadlines, as {@link
+     * FabricService.Builder#clock}.
+     *
+     * @param value the clock
+     * @return this builder
+     */
+    public Builder<T> clock(NanoClock value) {
+      this.clock = Objects.requireNonNull(value, "clock");
+      return this;
+    }
+
+    /**
+     * Sets where spans and metrics go, as {@link FabricService.Builder#openTelemetry}; by default
+     * {@link io.opentelemetry.api.GlobalOpenTelemetry}.
+     *
+     * @param value the application's OpenTelemetry
+     * @return this builder
+     */
+    public Builder<T> openTelemetry(OpenTelemetry value) {
+      this.openTelemetry = Objects.requireNonNull(value, "openTelemetry");
+      return this;
+    }
+
+    /**
+     * Records a span per worker pass, as {@link FabricService.Builder#traceWorkerPasses}.
+     *
+     * @param value whether to trace worker passes
+     * @return this builder
+     */
+    public Builder<T> traceWorkerPasses(boolean value) {
+      this.traceWorkerPasses = value;
+      return this;
+    }
+
+    /**
+     * Tells {@code value} an endpoint's new address after a reset changed it, as {@link
+     * FabricService.Builder#onLocalAddressChange} (over a group, {@link
+     * FabricServiceGroup.Builder#onLocalAddressChange}): on that endpoint's worker thread, so it
+     * must not block or call back into the service.
+     *
+     * @param value the listener
+     * @return this builder
+     */
+    public Builder<T> onLocalAddressChange(Consumer<byte[]> value) {
+      this.addressListener = Objects.requireNonNull(value, "onLocalAddressChange");
+      return this;
+    }
+
+    /**
+     * Sets where futures complete, so where their dependent stages run; by default {@link
+     * ForkJoinPool#commonPool()}. {@code Runnable::run} completes them inline on the fabric worker
+     * or checksum-pool thread (no hop; stages must then be quick and not block).
+     *
+     * @param value the executor
+     * @return this builder
+     */
+    public Builder<T> executor(Executor value) {
+      this.executor = Objects.requireNonNull(value, "executor");
+      return this;
+    }
+
+    /**
+     * Runs over a {@link FabricServiceGroup}: one service per device of {@code interfaces} (a name
+     * may repeat), or of every domain the provider lists, with transfers spread over them.
+     *
+     * @return this builder
+     */
+    public Builder<T> group() {
+      this.group = true;
+      return this;
+    }
+
+    /**
+     * Runs over a group (as {@link #group()}) that stripes transfers of at least this many bytes
+     * over its devices, as {@link FabricServiceGroup.Builder#stripeThresholdBytes}; 0 turns
+     * striping off.
+     *
+     * @param value the threshold in bytes, at least 0
+     * @return this builder
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder<T> stripeThresholdBytes(long value) {
+      if (value < 0) {
+        throw new IllegalArgumentException("stripeThresholdBytes is negative: " + value);
+      }
+      this.stripeThresholdBytes = value;
+      this.group = true;
+      return this;
+    }
+
+    /**
+     * Runs over a group (as {@link #group()}) that splits a striped transfer into this many chunks,
+     * as {@link FabricServiceGroup.Builder#stripeChunks}; 0 means one per device.
+     *
+     * @param value the chunk count, at least 0
+     * @return this builder
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder<T> stripeChunks(int value) {
+      if (value < 0) {
+        throw new IllegalArgumentException("stripeChunks is negative: " + value);
+      }
+      this.stripeChunks = value;
+      this.group = true;
+      return this;
+    }
+
+    /**
+     * Starts the service, or every service of the group, and blocks until their endpoints are open.
+     *
+     * @return the running service
+     * @throws DmaException as {@link FabricService.Builder#start()} or {@link
+     *     FabricServiceGroup.Builder#start()}
+     */
+    public AsyncFabricService<T> start() {
+      Executor completing = executor;
+      BatchCompleter<Pending<T>> completer = batch -> deliver(batch, completing);
+      if (group) {
+        FabricServiceGroup.Builder<Pending<T>> builder =
+            FabricServiceGroup.<Pending<T>>builder(configuration)
+                .completer(completer)
+                .clock(clock)
+                .traceWorkerPasses(traceWorkerPasses)
+                .onLocalAddressChange(addressListener)
+                .stripeThresholdBytes(stripeThresholdBytes)
+                .stripeChunks(stripeChunks);
+        if (provider != null) {
+          builder.provider(provider);
+        }
+        if (pool != null) {
+          builder.checksumPool(pool);
+        }
+        if (openTelemetry != null) {
+          builder.openTelemetry(openTelemetry);
+        }
+        return new AsyncFabricService<>(new Many<>(builder.start()));
+      }
+      FabricService.Builder<Pending<T>> builder =
+          FabricService.<Pending<T>>builder(configuration)
+              .completer(completer)
+              .clock(clock)
+              .traceWorkerPasses(traceWorkerPasses)
+              .onLocalAddressChange(addressListener);
+      if (provider != null) {
+        builder.provider(provider);
+      }
+      if (pool != null) {
+        builder.checksumPool(pool);
+      }
+      if (openTelemetry != null) {
+        builder.openTelemetry(openTelemetry);
+      }
+      FabricService<Pending<T>> service = builder.start();
+      String device =
+          configuration.interfaces().isEmpty()
+              ? service.providerName()
+              : configuration.interfaces().getFirst();
+      return new AsyncFabricService<>(new One<>(service, device));
+    }
   }
 
   /**
@@ -248,6 +642,9 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
     /** The completion's post count, set with {@link #outcome}. */
     int posts;
 
+    /** The completion's chunk count, set with {@link #outcome}. */
+    int chunks = 1;
+
     Pending(T context) {
       this.context = context;
     }
@@ -258,7 +655,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
       if (ended instanceof Outcome.Failed(DmaException error)) {
         future.completeExceptionally(error);
       } else {
-        future.complete(new Completion<>(context, ended, posts));
+        future.complete(new Completion<>(context, ended, posts, chunks));
       }
     }
 

@@ -21,6 +21,7 @@ import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -32,7 +33,16 @@ import org.jspecify.annotations.Nullable;
  *
  * The configuration's {@code interfaces} when it names any, otherwise every domain the provider's
  * {@link FabricProvider#discoverDomains discoverDomains} lists; each service opens with {@code
- * interfaces} pinned to its one device. They share one {@link ChecksumPool}.
+ * interfaces} pinned to its one device. They share one {@link ChecksumPool}. With {@code bind} set,
+ * the libfabric providers list only the domains that serve that address (on tcp, {@code
+ * bind=127.0.0.1} gives {@code [lo]}, not every interface), so a default group never opens an
+ * endpoint on a device that cannot reach it.
+ *
+ * <p>A name may repeat: {@code interfaces=lo,lo} opens two endpoints, each with its own worker, on
+ * one device. That is how to stripe over one NIC, for example when one worker thread, not the
+ * device, limits a large transfer (tcp over one interface); whether it pays is a measurement
+ * ({@code dma-bench run --devices N}). {@link Completion#chunks()} tells a caller how many chunks a
+ * transfer was split into.
  *
  * <h2>Spreading</h2>
  *
@@ -99,6 +109,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
   private final FabricService<T>[] array;
   private final List<String> devices;
   private final ChecksumPool pool;
+  private final boolean ownsPool;
   private final Router<T> router;
   private final long stripeThresholdBytes;
   private final int stripeChunks;
@@ -109,6 +120,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       List<FabricService<T>> services,
       List<String> devices,
       ChecksumPool pool,
+      boolean ownsPool,
       Router<T> router,
       long stripeThresholdBytes,
       int stripeChunks) {
@@ -116,6 +128,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     this.array = services.toArray(new FabricService[0]);
     this.devices = List.copyOf(devices);
     this.pool = pool;
+    this.ownsPool = ownsPool;
     this.router = router;
     this.stripeThresholdBytes = stripeThresholdBytes;
     this.stripeChunks = stripeChunks;
@@ -183,7 +196,9 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     }
     int chunks = builder.stripeChunks > 0 ? builder.stripeChunks : devices.size();
     Router<T> router = new Router<>(builder.completer);
-    ChecksumPool pool = new ChecksumPool(configuration.crcPoolThreads());
+    boolean ownsPool = builder.pool == null;
+    ChecksumPool pool =
+        builder.pool != null ? builder.pool : new ChecksumPool(configuration.crcPoolThreads());
     List<FabricService<T>> started = new ArrayList<>(devices.size());
     try {
       for (String device : devices) {
@@ -192,7 +207,10 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
             FabricService.<T>builder(pinned)
                 .provider(provider)
                 .completer(router)
-                .checksumPool(pool);
+                .checksumPool(pool)
+                .clock(builder.clock)
+                .traceWorkerPasses(builder.traceWorkerPasses)
+                .onLocalAddressChange(builder.addressListener);
         if (builder.openTelemetry != null) {
           service.openTelemetry(builder.openTelemetry);
         }
@@ -202,11 +220,13 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       for (FabricService<T> service : started) {
         service.close();
       }
-      pool.close();
+      if (ownsPool) {
+        pool.close();
+      }
       throw failed;
     }
     return new FabricServiceGroup<>(
-        started, devices, pool, router, builder.stripeThresholdBytes, chunks);
+        started, devices, pool, ownsPool, router, builder.stripeThresholdBytes, chunks);
   }
 
   /**
@@ -366,7 +386,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       for (int device : placed) {
         array[device].release();
       }
-      deliverOffThread(new Completion<>(request.context(), Outcome.failed(refused), 0));
+      deliverOffThread(new Completion<>(request.context(), Outcome.failed(refused), 0, count));
       return FabricService.Offer.ACCEPTED;
     }
     Stripe<T> stripe = new Stripe<>(request, count, length);
@@ -625,13 +645,18 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     return Objects.requireNonNull(first, "a group has at least one service");
   }
 
-  /** Closes every service (each drains its posted transfers), then the shared pool. Idempotent. */
+  /**
+   * Closes every service (each drains its posted transfers), then the checksum pool unless the
+   * caller shared its own ({@link Builder#checksumPool}). Idempotent.
+   */
   @Override
   public void close() {
     for (FabricService<T> service : array) {
       service.close();
     }
-    pool.close();
+    if (ownsPool) {
+      pool.close();
+    }
   }
 
   @Override
@@ -649,6 +674,10 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     private @Nullable FabricProvider provider;
     private @Nullable BatchCompleter<T> completer;
     private @Nullable OpenTelemetry openTelemetry;
+    private @Nullable ChecksumPool pool;
+    private NanoClock clock = NanoClock.system();
+    private boolean traceWorkerPasses;
+    private Consumer<byte[]> addressListener = address -> {};
     private long stripeThresholdBytes;
     private int stripeChunks;
 
@@ -691,6 +720,60 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
      */
     public Builder<T> openTelemetry(OpenTelemetry value) {
       this.openTelemetry = value;
+      return this;
+    }
+
+    /**
+     * Shares a checksum pool among the devices' services, which the caller keeps and closes after
+     * the group; by default the group creates one of {@code crc_pool_threads} threads and closes
+     * it.
+     *
+     * @param value the pool
+     * @return this builder
+     */
+    public Builder<T> checksumPool(ChecksumPool value) {
+      this.pool = Objects.requireNonNull(value, "checksumPool");
+      return this;
+    }
+
+    /**
+     * Sets every device's clock for the completion and progress deadlines, as {@link
+     * FabricService.Builder#clock}; by default {@link NanoClock#system()}.
+     *
+     * @param value the clock
+     * @return this builder
+     */
+    public Builder<T> clock(NanoClock value) {
+      this.clock = Objects.requireNonNull(value, "clock");
+      return this;
+    }
+
+    /**
+     * Traces every device's worker passes, as {@link FabricService.Builder#traceWorkerPasses}; off
+     * by default.
+     *
+     * @param value whether to trace worker passes
+     * @return this builder
+     */
+    public Builder<T> traceWorkerPasses(boolean value) {
+      this.traceWorkerPasses = value;
+      return this;
+    }
+
+    /**
+     * Tells {@code value} a device's new address whenever its worker reset the endpoint and the
+     * address changed, as {@link FabricService.Builder#onLocalAddressChange} does for one service.
+     * It runs on that device's worker thread (so on several threads over a group's life; must not
+     * block or call back into the group), after the new address is in {@link
+     * FabricServiceGroup#localAddresses()}: a server whose clients insert its addresses
+     * (efa-direct) sends them the whole list again from there, or from a thread it hands the
+     * address to.
+     *
+     * @param value the listener
+     * @return this builder
+     */
+    public Builder<T> onLocalAddressChange(Consumer<byte[]> value) {
+      this.addressListener = Objects.requireNonNull(value, "onLocalAddressChange");
       return this;
     }
 
@@ -838,7 +921,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       if (remaining.decrementAndGet() != 0) {
         return null;
       }
-      return new Completion<>(context, aggregate(), posts.get());
+      return new Completion<>(context, aggregate(), posts.get(), crcs.length);
     }
 
     private Outcome aggregate() {

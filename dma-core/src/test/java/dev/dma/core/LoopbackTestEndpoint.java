@@ -36,7 +36,8 @@ class LoopbackTestEndpoint implements FabricEndpoint {
   private record Posted(
       int slot, boolean write, long local, long lengthBytes, long remote, long key) {}
 
-  private final byte[] address = {10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
+  private byte[] address = {10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
+  private boolean newAddressOnReset;
   private final Map<Long, MemorySegment> regions = new HashMap<>();
   private final ArrayDeque<Posted> posted = new ArrayDeque<>();
   private long nextKey = 1;
@@ -45,6 +46,21 @@ class LoopbackTestEndpoint implements FabricEndpoint {
   private int resets;
   private int closes;
   private int completions;
+
+  LoopbackTestEndpoint() {}
+
+  /** An endpoint whose address ends in {@code id}, so that several are told apart. */
+  LoopbackTestEndpoint(int id) {
+    address[15] = (byte) id;
+  }
+
+  /**
+   * Makes every later reset change the address (the second-to-last byte counts resets), as a tcp
+   * endpoint that binds a new port does.
+   */
+  synchronized void newAddressOnReset() {
+    newAddressOnReset = true;
+  }
 
   /** A provider whose every open answers this endpoint. */
   FabricProvider provider() {
@@ -260,6 +276,10 @@ class LoopbackTestEndpoint implements FabricEndpoint {
       throw new DmaException(DmaException.Kind.FABRIC, "fi_close(ep): Device or resource busy");
     }
     posted.clear();
+    if (newAddressOnReset) {
+      address = address.clone();
+      address[14]++;
+    }
   }
 
   @Override

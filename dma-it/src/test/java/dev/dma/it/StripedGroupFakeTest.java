@@ -151,6 +151,7 @@ class StripedGroupFakeTest {
     Completion<Buffer> written = completions.take();
     TransferDone done = written.outcome().done();
     assertEquals(1, written.context().id());
+    assertEquals(3, written.chunks(), "split over the three devices");
     assertEquals(LENGTH, done.bytes());
     assertEquals(
         Checksums.crc32c(local),
@@ -166,6 +167,7 @@ class StripedGroupFakeTest {
     assertTrue(group.submit(read(2, landing, 0)));
     Completion<Buffer> read = completions.take();
     assertEquals(2, read.context().id());
+    assertEquals(3, read.chunks());
     assertEquals(LENGTH, read.outcome().done().bytes());
     assertEquals(Checksums.crc32c(local), read.outcome().done().checksum().orElseThrow());
     assertEquals(Checksums.crc32c(local), Checksums.crc32c(landing));

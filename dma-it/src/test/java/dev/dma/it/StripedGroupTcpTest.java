@@ -69,6 +69,7 @@ class StripedGroupTcpTest {
       Completion<Buffer> written = completions.take();
       TransferDone sent = written.outcome().done();
       assertEquals(1, written.context().id());
+      assertEquals(2, written.chunks(), "striped over two endpoints on one NIC (lo,lo)");
       assertEquals(LENGTH, sent.bytes());
       assertEquals(Checksums.crc32c(local), sent.checksum().orElseThrow());
       assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));

@@ -91,6 +91,24 @@ final class FabricObjects {
   }
 
   /**
+   * The node an endpoint's (and a domain listing's) {@code fi_getinfo} passes with {@code
+   * FI_SOURCE}: the configuration's {@code bind}, else the policy's default; none for shm.
+   *
+   * @param policy the provider's choices
+   * @param configuration the bind
+   * @return the node, or null for none
+   */
+  static @Nullable String sourceNode(EndpointPolicy policy, DmaConfiguration configuration) {
+    if (SHM.equals(policy.providerName())) {
+      // shm names the endpoint after a source node instead of the pid (fi_shm://127.0.0.1:0:0),
+      // so two processes binding the same address collide with EBUSY. Its names are local to
+      // this host's /dev/shm anyway: leave the node out and get fi_shm://<pid>:<uid>:<index>.
+      return null;
+    }
+    return configuration.bind() != null ? configuration.bind() : policy.defaultSourceNode();
+  }
+
+  /**
    * Opens everything (SEED-SPEC 5.2): queries with the policy's hints, picks the domain named by
    * {@code interfaces[0]} (or the first), reads back what libfabric returned, and opens fabric,
    * domain and the transport ({@link #openTransport}).
@@ -100,15 +118,13 @@ final class FabricObjects {
    *     the caller to close
    */
   void open(DmaConfiguration configuration) {
-    String node = configuration.bind() != null ? configuration.bind() : policy.defaultSourceNode();
-    if (SHM.equals(policy.providerName()) && node != null) {
-      // shm names the endpoint after a source node instead of the pid (fi_shm://127.0.0.1:0:0),
-      // so two processes binding the same address collide with EBUSY. Its names are local to
-      // this host's /dev/shm anyway: leave the node out and get fi_shm://<pid>:<uid>:<index>.
+    String node = sourceNode(policy, configuration);
+    if (node == null && SHM.equals(policy.providerName()) && configuration.bind() != null) {
       LOG.log(
           System.Logger.Level.DEBUG,
-          "shm ignores the source node \"" + node + "\": its names carry the pid instead");
-      node = null;
+          "shm ignores the source node \""
+              + configuration.bind()
+              + "\": its names carry the pid instead");
     }
     long list = FabricQuery.query(policy, node);
     try {

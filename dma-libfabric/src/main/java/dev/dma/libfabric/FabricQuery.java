@@ -71,15 +71,19 @@ final class FabricQuery {
   }
 
   /**
-   * The domain names the policy's query returns with no source node (SEED-SPEC 2.14), in
-   * libfabric's order without duplicates; null and non-UTF-8 names are skipped.
+   * The domain names the policy's query returns (SEED-SPEC 2.14), in libfabric's order without
+   * duplicates; null and non-UTF-8 names are skipped. With a source node, only the domains that
+   * serve that address: libfabric matches {@code FI_SOURCE} against each interface's addresses (on
+   * 1.17 {@code net} with {@code 127.0.0.1} answers {@code lo} alone, without it {@code eth0} and
+   * {@code lo}).
    *
    * @param policy the provider's choices
+   * @param sourceNode the node passed with {@code FI_SOURCE}, or null for every domain
    * @return the names, possibly empty
    * @throws DmaException of kind FABRIC when the query fails
    */
-  static List<String> domainNames(EndpointPolicy policy) {
-    long list = query(policy, null);
+  static List<String> domainNames(EndpointPolicy policy, @Nullable String sourceNode) {
+    long list = query(policy, sourceNode);
     try {
       Set<String> names = new LinkedHashSet<>();
       for (long entry = list; entry != 0; entry = Native.word(entry + Abi.INFO_NEXT)) {

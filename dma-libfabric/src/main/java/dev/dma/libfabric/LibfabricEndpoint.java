@@ -207,18 +207,42 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   /**
-   * The domain names the policy's query returns with no source node (SEED-SPEC 2.14), in
-   * libfabric's order without duplicates; null and non-UTF-8 names are skipped.
+   * The domain names an endpoint of this policy and configuration could open on (SEED-SPEC 2.14),
+   * in libfabric's order without duplicates; null and non-UTF-8 names are skipped. The query passes
+   * the source node {@link #open} would ({@code bind}, else the policy's default; none for shm), so
+   * with {@code bind} set only the domains that serve that address are listed: on tcp, {@code
+   * bind=127.0.0.1} lists {@code lo} and not {@code eth0}, and a group started from the list never
+   * opens an endpoint that cannot reach its peers.
    *
    * @param policy the provider's choices
-   * @param configuration the configuration (its {@code bind} is not used)
+   * @param configuration the configuration; its {@code bind} narrows the list
    * @return the names, possibly empty
-   * @throws DmaException of kind FABRIC when the query fails
+   * @throws DmaException of kind FABRIC when the query fails, naming the bind when one was set
    */
   public static List<String> discoverDomains(
       EndpointPolicy policy, DmaConfiguration configuration) {
     Native.require();
-    return FabricQuery.domainNames(policy);
+    String node = FabricObjects.sourceNode(policy, configuration);
+    try {
+      return FabricQuery.domainNames(policy, node);
+    } catch (DmaException failed) {
+      if (node == null) {
+        throw failed;
+      }
+      throw new DmaException(
+          failed.kind(),
+          failed.reason(),
+          "no "
+              + policy.providerName()
+              + " domain serves the source address \""
+              + node
+              + "\" (bind): "
+              + failed.getMessage()
+              + "; set bind to an address of this host, or leave it unset",
+          failed.fabricErrno(),
+          failed.providerErrno(),
+          failed);
+    }
   }
 
   /**

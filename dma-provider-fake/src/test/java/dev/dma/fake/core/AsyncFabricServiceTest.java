@@ -216,4 +216,58 @@ class AsyncFabricServiceTest {
       assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote));
     }
   }
+
+  @Test
+  void futuresOverAStripingGroupCompleteOncePerTransferWithTheRightBytes() throws Exception {
+    long length = 1024 * 1024 + 4321; // the last chunk is short
+    MemorySegment big = arena.allocate(2 * length, 4096);
+    Advertisement bigAd = target.expose(big, RemoteAccess.READ_WRITE).advertisement();
+    DmaConfiguration configuration =
+        configuration().interfaces(List.of(fabric.name(), fabric.name())).build();
+    ExecutorService executor = Executors.newSingleThreadExecutor(r -> new Thread(r, "user-stages"));
+    try (AsyncFabricService<Buffer> service =
+        AsyncFabricService.<Buffer>builder(configuration)
+            .stripeThresholdBytes(64 * 1024)
+            .executor(executor)
+            .start()) {
+      assertEquals(List.of(fabric.name(), fabric.name()), service.devices());
+      assertEquals(2, service.localAddresses().size());
+      MemorySegment local = arena.allocate(length, 4096);
+      for (long i = 0; i < length; i++) {
+        local.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
+      }
+      Buffer source = new Buffer(1, local);
+      CompletableFuture<String> stage =
+          service
+              .transfer(TransferRequest.write(1, bigAd, source).withChecksum(Checksum.CRC32C))
+              .thenApply(done -> Thread.currentThread().getName() + " " + done.chunks());
+      assertEquals("user-stages 2", stage.get(10, TimeUnit.SECONDS));
+      assertEquals(-1, big.asSlice(0, length).mismatch(local), "the striped write landed whole");
+
+      MemorySegment landing = arena.allocate(length, 4096);
+      Completion<Buffer> read =
+          service
+              .transfer(
+                  TransferRequest.read(1, bigAd, length, new Buffer(2, landing))
+                      .withChecksum(Checksum.CRC32C))
+              .get(10, TimeUnit.SECONDS);
+      assertEquals(2, read.chunks());
+      assertTrue(read.striped());
+      assertEquals(2, read.posts(), "one post per chunk");
+      assertEquals(length, read.outcome().done().bytes());
+      assertEquals(Checksums.crc32c(local), read.outcome().done().checksum().orElseThrow());
+      assertEquals(-1, landing.mismatch(local), "the striped read brought the bytes back");
+
+      // Below the threshold: one chunk, not striped.
+      Completion<Buffer> small =
+          service
+              .transfer(TransferRequest.write(1, ad, new Buffer(3, arena.allocate(64))))
+              .get(10, TimeUnit.SECONDS);
+      assertEquals(1, small.chunks());
+      assertFalse(small.striped());
+      assertEquals(0, service.outstanding());
+    } finally {
+      executor.shutdownNow();
+    }
+  }
 }

@@ -11,8 +11,10 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Checksums;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
 import dev.dma.core.FabricProviders;
+import dev.dma.core.FabricServiceGroup;
 import dev.dma.libfabric.Libfabric;
 import dev.dma.libfabric.LibfabricEndpoint;
 import dev.dma.libfabric.Loopback;
@@ -89,6 +91,23 @@ class TcpProviderTest {
       assertEquals(false, endpoint.requiresLocalRegistration());
     }
     assertTrue(new TcpProvider().discoverDomains(DmaConfiguration.defaults()).contains("lo"));
+  }
+
+  @Test
+  void withBindTheDefaultDevicesAreThoseServingThatAddress() {
+    TcpProvider provider = new TcpProvider();
+    List<String> every = provider.discoverDomains(DmaConfiguration.defaults());
+    assertTrue(every.contains("lo"), every.toString());
+    // On a host with eth0 and lo, unbound lists both; bound to loopback, lo alone.
+    assertEquals(List.of("lo"), provider.discoverDomains(LOOPBACK));
+    DmaConfiguration bound = LOOPBACK.toBuilder().providers("tcp").build();
+    try (FabricServiceGroup<Operands> group =
+        FabricServiceGroup.<Operands>builder(bound)
+            .provider(provider)
+            .completer(batch -> {})
+            .start()) {
+      assertEquals(List.of("lo"), group.devices(), "a default group bound to 127.0.0.1");
+    }
   }
 
   @Test
