@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The limits on how many clients one endpoint can serve, per provider, in words a failure message
@@ -32,7 +33,7 @@ public final class ProviderLimits {
    * @param livePeers the peers the endpoint holds now
    * @return the sentence, or null
    */
-  public static String peerLimit(String provider, int livePeers) {
+  public static @Nullable String peerLimit(String provider, int livePeers) {
     if (provider.equals("shm")) {
       return "shm serves at most "
           + SHM_MAX_PEERS
@@ -121,7 +122,7 @@ public final class ProviderLimits {
   }
 
   /** {soft, hard} of RLIMIT_NOFILE from /proc/self/limits (-1 for unlimited), or null. */
-  private static long[] openFilesLimits() {
+  private static long @Nullable [] openFilesLimits() {
     try {
       for (String line : Files.readAllLines(Path.of("/proc/self/limits"))) {
         if (line.startsWith("Max open files")) {

@@ -547,6 +547,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       client.id = clientId;
       client.outstanding = 0;
       client.removalPending = false;
+      client.refusedInPass = passes - 1;
       clients.put(clientId, client);
     }
     return client;
@@ -572,6 +573,14 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         // A client marked dead during this pass took its queued ops out.
         break;
       }
+      if (op.client.refusedInPass == passes) {
+        // Its peer answered -FI_EAGAIN earlier in this pass: the next post to it would too (a
+        // full per-peer queue; on shm 2.x one segmented transfer per peer at a time), and each
+        // refused call costs the pass time that reaping and the target's progress need. It keeps
+        // its place among the client's ops and is tried next pass.
+        pending.addLast(op);
+        continue;
+      }
       int code;
       try {
         code = post(op);
@@ -584,6 +593,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       if (code == FabricEndpoint.POSTED) {
         posted++;
       } else if (code == FabricEndpoint.AGAIN) {
+        op.client.refusedInPass = passes;
         stalled(op, code);
       } else if (code == HELD) {
         held(op);
@@ -1454,6 +1464,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     long id;
     int outstanding;
     boolean removalPending;
+    // The worker pass in which a post to this client last answered -FI_EAGAIN.
+    int refusedInPass;
   }
 
   /**
