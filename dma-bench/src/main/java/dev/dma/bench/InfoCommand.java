@@ -59,6 +59,9 @@ public final class InfoCommand implements Callable<Integer> {
         Runtime.getRuntime().availableProcessors());
     out.println("libfabric: " + libfabric());
     out.println("tcp provider: " + tcpChoice());
+    if (Libfabric.availability().available()) {
+      out.println("shm refusals: " + Libfabric.shmRefusalDefence(Libfabric.version()));
+    }
     out.println("providers on the class path (highest priority first):");
     List<FabricProvider> installed = FabricProviders.installed();
     int width = 4;

@@ -191,6 +191,17 @@ class CliTest {
       String expected = dev.dma.libfabric.Libfabric.version() >= (1 << 16 | 18) ? "tcp (" : "net (";
       assertTrue(r.out().contains("\ntcp provider: " + expected), r.out());
       assertTrue(r.out().contains(" from /"), "the library's path: " + r.out());
+      // Which defence against shm's refused operations is active on the loaded version.
+      int version = dev.dma.libfabric.Libfabric.version();
+      assertTrue(
+          r.out()
+              .contains(
+                  "\nshm refusals: " + dev.dma.libfabric.Libfabric.shmRefusalDefence(version)),
+          r.out());
+      assertEquals(
+          version >= (2 << 16 | 5),
+          r.out().contains("every write is checked before its success is delivered"),
+          r.out());
     }
     assertTrue(r.out().contains("providers on the class path"), r.out());
     assertTrue(r.out().matches("(?s).*\\n  fake\\s+priority\\s+-?\\d+\\s+available.*"), r.out());

@@ -59,6 +59,7 @@ final class FabricObjects {
   // Function pointers, read once from the ops tables (again by openTransport() after a reset).
   MemorySegment fnWritemsg = MemorySegment.NULL;
   MemorySegment fnRead = MemorySegment.NULL;
+  MemorySegment fnFetchAtomicmsg = MemorySegment.NULL;
   MemorySegment fnCqRead = MemorySegment.NULL;
   MemorySegment fnCqReaderr = MemorySegment.NULL;
   MemorySegment fnCqStrerror = MemorySegment.NULL;
@@ -244,6 +245,13 @@ final class FabricObjects {
     long rma = Native.word(ep + Abi.EP_RMA);
     fnWritemsg = Native.function(rma, Abi.OPS_RMA_WRITEMSG, "fi_writemsg");
     fnRead = Native.function(rma, Abi.OPS_RMA_READ, "fi_read");
+    // Only for the write check on shm 2.5+ (LibfabricEndpoint): other providers are not asked for
+    // an atomic table they may not have.
+    if (Quirks.shmReportsRefusedRmaAsDone(facts.providerName(), Libfabric.version())) {
+      fnFetchAtomicmsg =
+          Native.function(
+              Native.word(ep + Abi.EP_ATOMIC), Abi.OPS_ATOMIC_READWRITEMSG, "fi_fetch_atomicmsg");
+    }
     localAddress = fetchName();
     if (facts.addrFormat() == Abi.FI_ADDR_STR) {
       String name = ShmNames.nameOf(localAddress);

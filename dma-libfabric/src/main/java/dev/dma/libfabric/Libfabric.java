@@ -65,6 +65,29 @@ public final class Libfabric {
   }
 
   /**
+   * What the loaded library's shm does with a write or read whose remote key, range or access the
+   * target refuses, and which defence dma has there (one line, for {@code dma-bench info}); see
+   * {@link LibfabricEndpoint}'s table and {@link Quirks#shmReportsRefusedRmaAsDone}.
+   *
+   * @param libraryVersion a packed {@code fi_version()}, for example {@link #version()}
+   * @return the line
+   */
+  public static String shmRefusalDefence(int libraryVersion) {
+    if (Quirks.shmReportsRefusedRmaAsDone("shm", libraryVersion)) {
+      return "shm (2.5+) reports refused writes and reads as done: every write is checked before"
+          + " its success is delivered (a fetching atomic on its first and last bytes; a refused"
+          + " write fails FI_EACCES); reads have no defence (a refused read is reported done with"
+          + " stale bytes in its landing buffer)";
+    }
+    if (libraryVersion >> 16 >= 2) {
+      return "shm (2.0 to 2.4; checked on 2.1) never completes a refused write or read: the"
+          + " completion deadline fails it; no check needed";
+    }
+    return "shm (1.x) never completes a refused write: the completion deadline fails it; reads are"
+        + " not checked against keys or bounds (the target's bytes are read)";
+  }
+
+  /**
    * The API version this binding asks for: the smaller of the newest version dma has been verified
    * against (2.6) and the library's version (see {@code Native.apiVersionFor} for what each version
    * gate changes).

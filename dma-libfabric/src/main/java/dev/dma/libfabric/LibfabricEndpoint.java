@@ -5,9 +5,11 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.Errno;
 import dev.dma.api.RemoteAccess;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.Native;
+import dev.dma.spi.CompletionMessages;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
@@ -41,7 +43,43 @@ import org.jspecify.annotations.Nullable;
  *       bad {@code fi_addr}); {@code Registrations}: memory registrations and their serialization
  *       with {@link #close()}.
  *   <li>{@code CompletionErrors}: the message of a completion error entry.
+ *   <li>{@code ShmBounce} and {@code ShmWriteCheck}: shm's write sources in dma-owned buffers, and
+ *       on libfabric 2.5+ the check that a write shm reports done did land (below).
  * </ul>
+ *
+ * <h2>shm and an operation its target refuses, per libfabric version</h2>
+ *
+ * A wrong remote key, a range outside the region (by its last byte only, too) or a region without
+ * the access. Measured with two shm endpoints in one process (dma-libfabric {@code ShmRefusalTest})
+ * and against a target process (dma-it {@code LostCompletionTest}, {@code ShmConformanceTest}), and
+ * read in 2.1's and 2.6's source:
+ *
+ * <table class="striped">
+ *   <caption>shm, refused operations</caption>
+ *   <thead>
+ *     <tr><th>libfabric</th><th>refused write</th><th>refused read</th><th>dma's defence</th></tr>
+ *   </thead>
+ *   <tbody>
+ *     <tr><td>1.17</td><td>never completes: the target drops the command</td><td>not refused:
+ *         reads check neither key nor bounds (the target's bytes arrive); at an unmapped address,
+ *         an error entry naming no operation, and the read never completes</td><td>the completion
+ *         deadline; a remote address in the first page is refused before posting ({@code
+ *         -FI_EFAULT})</td></tr>
+ *     <tr><td>2.1 (2.0 to 2.4 by the same code, not run)</td><td>never completes</td><td>never
+ *         completes</td><td>the completion deadline; the first page as above</td></tr>
+ *     <tr><td>2.5+ (2.6 run)</td><td>reported done, nothing lands ({@code smr_progress_cmd_rma}
+ *         returns the command without {@code SMR_OP_ERROR})</td><td>reported done; the landing
+ *         buffer holds stale bytes of an earlier transfer from shm's bounce buffers</td><td>writes:
+ *         {@code ShmWriteCheck}, a fetching atomic on the write's first and last bytes before its
+ *         success is delivered, so a refused write fails {@code FI_EACCES} ({@code
+ *         ACCESS_DENIED}) within a round trip; reads: none (a landing-buffer nonce would be
+ *         overwritten by the stale bytes, and a read-based check is fooled the same way); the
+ *         first page as above</td></tr>
+ *   </tbody>
+ * </table>
+ *
+ * The check costs one more round trip to the target per shm write on 2.5+ only; on other versions
+ * and other providers its field is null and the data path reads it once per completion.
  *
  * <h2>What a failure leaves behind, per provider</h2>
  *
@@ -69,10 +107,11 @@ import org.jspecify.annotations.Nullable;
  *         made while posted</td></tr>
  *     <tr><td>shm</td><td>may still receive the posted bytes</td><td>never read again: writes
  *         above 4 KiB are posted from a dma-owned bounce buffer, given up for good when the write
- *         fails ({@code ShmBounce})</td><td>never written</td><td>with cross-memory attach the
- *         target copies a write straight out of the initiator's memory whenever it gets to the
- *         command, after the failure too (measured: the refilled bytes landed without the
- *         bounce)</td></tr>
+ *         fails ({@code ShmBounce})</td><td>never written (but on 2.5+ a refused read is no
+ *         failure: it is reported done with stale bytes, as the table above says)</td><td>with
+ *         cross-memory attach the target copies a write straight out of the initiator's memory
+ *         whenever it gets to the command, after the failure too (measured: the refilled bytes
+ *         landed without the bounce)</td></tr>
  *     <tr><td>efa</td><td>may still receive the posted bytes</td><td>never read again, by
  *         reading of the source: same-host peers are kept off shm ({@code
  *         FI_EFA_ENABLE_SHM_TRANSFER=0}, set by dma unless the environment sets it), and the
@@ -362,6 +401,16 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     return orphanCompletions;
   }
 
+  /**
+   * Whether every write's success waits for the check that it landed ({@link ShmWriteCheck}: shm on
+   * libfabric 2.5+, once slots are open). For tests.
+   *
+   * @return whether the check is on
+   */
+  boolean writeCheckActive() {
+    return check != null;
+  }
+
   /** {@inheritDoc} */
   @Override
   public int maxTx() {
@@ -384,6 +433,13 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   @Override
   public String errorText(int code) {
     String text = Native.strerror(code);
+    if (Math.abs(code) == Errno.FI_EFAULT && refuseFirstPage) {
+      return text
+          + ": the remote address is in the first page, which no process maps, so the"
+          + " advertisement's address or the offset is wrong (refused before posting: shm would"
+          + " answer with an error naming no operation on 1.17, never on 2.1, and with a success"
+          + " that moved nothing on 2.5+)";
+    }
     if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(objects.facts.providerName())) {
       return text
           + ": sockets could not connect to the peer (nothing accepts at its address: the peer"
@@ -542,6 +598,20 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     slots = count;
     if ("shm".equals(objects.facts.providerName())) {
       bounce = new ShmBounce(count);
+      refuseFirstPage = objects.facts.virtualAddressing();
+    }
+    if (Quirks.shmReportsRefusedRmaAsDone(objects.facts.providerName(), Libfabric.version())) {
+      ShmWriteCheck writeCheck = new ShmWriteCheck(count, arena);
+      if (objects.facts.requiresLocalMr()) {
+        long mr =
+            registrations.register(
+                writeCheck.nativeBase,
+                writeCheck.nativeBytes,
+                Abi.FI_READ | Abi.FI_WRITE,
+                "fi_mr_reg(shm write check)");
+        writeCheck.descriptor(descriptor(mr));
+      }
+      check = writeCheck;
     }
     queuedSlot = new int[count];
     queuedErrno = new int[count];
@@ -552,6 +622,25 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   // On shm, the buffers the peer sees instead of the caller's operands (see ShmBounce); null
   // elsewhere.
   private @Nullable ShmBounce bounce;
+
+  // On shm from libfabric 2.5, the check that a write shm reports done did land (ShmWriteCheck);
+  // null elsewhere, which costs the data path one field read.
+  private @Nullable ShmWriteCheck check;
+
+  // On shm with virtual addresses: a remote address in the first page is refused before posting.
+  private boolean refuseFirstPage;
+
+  /** The first page, which no process maps (Linux's {@code vm.mmap_min_addr} is at least this). */
+  private static final long FIRST_PAGE = 4096;
+
+  // What a success entry becomes (see verdict).
+  private static final int DELIVER = 0;
+  private static final int HELD = 1;
+  private static final int REFUSED = 2;
+  private static final int UNCHECKED = 3;
+
+  // The code of the last check post that failed outright (verdict UNCHECKED).
+  private int uncheckedCode;
 
   private boolean postable(int slot, long peer) {
     return slot >= 0 && slot < slots && peers.isLive(peer);
@@ -577,6 +666,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (!postable(slot, peer)) {
       return -Abi.FI_EINVAL;
     }
+    if (refuseFirstPage && Long.compareUnsigned(remoteAddress, FIRST_PAGE) < 0) {
+      return -Errno.FI_EFAULT;
+    }
     ShmBounce shm = bounce;
     // The copy into the bounce buffer comes first, outside the peer's lock below.
     long from =
@@ -596,6 +688,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
     if (shm != null && descriptor == 0) {
       shm.posted(slot, from, code == POSTED);
+    }
+    ShmWriteCheck writeCheck = check;
+    if (writeCheck != null && code == POSTED) {
+      writeCheck.posted(slot, peer, localAddress, lengthBytes, remoteAddress, remoteKey);
     }
     return code;
   }
@@ -645,6 +741,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       long remoteKey) {
     if (!postable(slot, peer)) {
       return -Abi.FI_EINVAL;
+    }
+    if (refuseFirstPage && Long.compareUnsigned(remoteAddress, FIRST_PAGE) < 0) {
+      return -Errno.FI_EFAULT;
     }
     // No bounce for reads, on shm either: a read's landing buffer was never written after its
     // failure was delivered, on any provider (OperandSafetyTest checks every one, every run).
@@ -720,6 +819,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   @Override
   public int reap(CompletionSink sink, int max) {
     ensureOpen(); // a CQ read after fi_close(cq) would crash inside libfabric
+    if (check != null && check.deferred() > 0) {
+      postDeferredChecks();
+    }
     int delivered = 0;
     while (queueSize > 0 && delivered < max) {
       int i = queueHead;
@@ -751,8 +853,18 @@ public final class LibfabricEndpoint implements FabricEndpoint {
             unknown++;
             continue;
           }
-          settle(slot, true);
-          sink.completed(slot);
+          int verdict = check == null ? DELIVER : verdict(slot);
+          if (verdict == HELD) {
+            continue;
+          }
+          if (verdict == DELIVER) {
+            settle(slot, true);
+            sink.completed(slot);
+          } else {
+            // shm returned the command: nothing will read the bounce buffer again.
+            settle(slot, true);
+            sink.failed(slot, checkErrno(verdict), 0, checkMessage(verdict));
+          }
           delivered++;
         }
         if (unknown != 0) {
@@ -766,13 +878,14 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           break;
         }
         if (errorSlot >= 0) {
+          String message = checkFailed(errorSlot, errorMessage);
           settle(errorSlot, false);
           sink.failed(
               errorSlot,
               CompletionErrors.reason(objects.facts.providerName(), errorErrno),
               errorErrno,
               errorProviderErrno,
-              errorMessage);
+              message);
           delivered++;
         }
       } else {
@@ -781,6 +894,131 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       }
     }
     return delivered;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The write check on shm 2.5+ (ShmWriteCheck): the owner thread, inside reap and progress.
+
+  /**
+   * What a success entry of {@code slot} becomes: delivered, held while its write is checked, or
+   * the refusal the check found.
+   */
+  private int verdict(int slot) {
+    ShmWriteCheck writeCheck = check;
+    if (writeCheck == null) {
+      return DELIVER;
+    }
+    byte state = writeCheck.state[slot];
+    if (state == ShmWriteCheck.WRITE_POSTED) {
+      // shm reported the write done: check it before the caller hears of it.
+      int code = postCheck(writeCheck, slot);
+      if (code == POSTED) {
+        writeCheck.state[slot] = ShmWriteCheck.CHECK_POSTED;
+        return HELD;
+      }
+      if (code == AGAIN) {
+        writeCheck.defer(slot);
+        return HELD;
+      }
+      writeCheck.state[slot] = ShmWriteCheck.NONE;
+      uncheckedCode = code;
+      return UNCHECKED;
+    }
+    if (state == ShmWriteCheck.CHECK_POSTED) {
+      writeCheck.state[slot] = ShmWriteCheck.NONE;
+      return writeCheck.accepted(slot) ? DELIVER : REFUSED;
+    }
+    return DELIVER;
+  }
+
+  /** Posts the checks that met -FI_EAGAIN, oldest first, until one meets it again. */
+  private void postDeferredChecks() {
+    ShmWriteCheck writeCheck = check;
+    if (writeCheck == null) {
+      return;
+    }
+    while (writeCheck.deferred() > 0) {
+      int slot = writeCheck.takeDeferred();
+      int code = postCheck(writeCheck, slot);
+      if (code == POSTED) {
+        writeCheck.state[slot] = ShmWriteCheck.CHECK_POSTED;
+      } else if (code == AGAIN) {
+        writeCheck.keepDeferred(slot);
+        return;
+      } else {
+        // Delivered by the next reap, from the queue (each slot is queued at most once).
+        writeCheck.state[slot] = ShmWriteCheck.NONE;
+        uncheckedCode = code;
+        enqueue(slot, checkErrno(UNCHECKED), 0, checkMessage(UNCHECKED));
+      }
+    }
+  }
+
+  /** Posts the slot's check, under the peer's lock when the peer is an endpoint of this process. */
+  private int postCheck(ShmWriteCheck writeCheck, int slot) {
+    long peer = writeCheck.peer[slot];
+    if (!peers.isLive(peer)) {
+      return -Abi.FI_ENOTCONN;
+    }
+    ShmNames.Local local = peers.local(peer);
+    if (local == null) {
+      return fetchAtomic(writeCheck, slot);
+    }
+    synchronized (local) {
+      if (!local.open) {
+        return -Abi.FI_ENOTCONN;
+      }
+      return fetchAtomic(writeCheck, slot);
+    }
+  }
+
+  private int fetchAtomic(ShmWriteCheck writeCheck, int slot) {
+    writeCheck.prepare(slot, slabBase + slot * Abi.CONTEXT2_SIZE);
+    try {
+      return (int)
+          (long)
+              Native.L_LLLLLL_CRITICAL.invokeExact(
+                  objects.fnFetchAtomicmsg,
+                  objects.ep,
+                  writeCheck.message,
+                  writeCheck.resultIoc,
+                  writeCheck.resultDesc,
+                  1L,
+                  Abi.FI_COMPLETION);
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  private int checkErrno(int verdict) {
+    return verdict == REFUSED ? Abi.FI_EACCES : Math.abs(uncheckedCode);
+  }
+
+  private String checkMessage(int verdict) {
+    if (verdict == REFUSED) {
+      return CompletionMessages.of(Abi.FI_EACCES, Native.strerror(Abi.FI_EACCES))
+          + "; shm reported the write done, but the target refused its remote key, address range"
+          + " or access (found by a fetching atomic on the write's first and last bytes: shm on"
+          + " libfabric 2.5+ reports refused writes as done)";
+    }
+    return "shm reported the write done, but the check that it landed could not be posted: "
+        + errorText(uncheckedCode)
+        + " ("
+        + uncheckedCode
+        + ")";
+  }
+
+  /** An error entry's message, saying so when it ended a write's check rather than the write. */
+  private String checkFailed(int slot, String message) {
+    ShmWriteCheck writeCheck = check;
+    if (writeCheck == null || writeCheck.state[slot] == ShmWriteCheck.NONE) {
+      return message;
+    }
+    boolean checking = writeCheck.state[slot] == ShmWriteCheck.CHECK_POSTED;
+    writeCheck.state[slot] = ShmWriteCheck.NONE;
+    return checking
+        ? "shm reported the write done, but the check that it landed failed: " + message
+        : message;
   }
 
   /** Before a slot's completion is delivered: on shm, settles its bounce buffer. */
@@ -862,6 +1100,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   @Override
   public void progress() {
     ensureOpen(); // a CQ read after fi_close(cq) would crash inside libfabric
+    if (check != null && check.deferred() > 0) {
+      postDeferredChecks();
+    }
     int room = queuedSlot.length - queueSize;
     // A pure target has no slots and no completions of its own; a read of one entry still drives
     // progress, and anything it returns cannot name an operation of ours.
@@ -873,11 +1114,16 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           orphanCompletions++;
           continue;
         }
-        enqueue(slot, 0, 0, null);
+        int verdict = check == null ? DELIVER : verdict(slot);
+        if (verdict == DELIVER) {
+          enqueue(slot, 0, 0, null);
+        } else if (verdict != HELD) {
+          enqueue(slot, checkErrno(verdict), 0, checkMessage(verdict));
+        }
       }
     } else if (n == -Abi.FI_EAVAIL) {
       if (readError() && errorSlot >= 0 && queueSize < queuedSlot.length) {
-        enqueue(errorSlot, errorErrno, errorProviderErrno, errorMessage);
+        enqueue(errorSlot, errorErrno, errorProviderErrno, checkFailed(errorSlot, errorMessage));
       }
     } else if (n != -Abi.FI_EAGAIN) {
       throw new DmaException(
@@ -1016,6 +1262,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     Arrays.fill(queuedMessage, null);
     if (bounce != null) {
       bounce.discardPosted("resetting the endpoint");
+    }
+    if (check != null) {
+      check.clear();
     }
     peers.clear();
     try {

@@ -34,4 +34,27 @@ final class Quirks {
   static boolean socketsRemovalAnswersEinval(String provider, int libraryVersion) {
     return "sockets".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_5;
   }
+
+  /**
+   * shm reports a write, read or atomic whose remote key, range or access the target refuses as
+   * done: from libfabric 2.5 on (the "new shm architecture" of 2.5.0's NEWS).
+   *
+   * <p>2.6.0's {@code smr_progress_cmd_rma} and {@code smr_progress_cmd_atomic} ({@code
+   * prov/shm/src/smr_progress.c}) answer a failed {@code ofi_mr_map_verify} with {@code goto out},
+   * which returns the command to the initiator without {@code SMR_OP_ERROR}; the initiator's {@code
+   * smr_progress_return} then writes a success completion. Measured on 2.6 (ShmRefusalTest): a
+   * delivery-complete write with a wrong key, a range past the region's end or remote address 0
+   * completes with success and nothing lands; a refused read completes with success and its landing
+   * buffer holds stale bytes of an earlier transfer (shm's bounce buffers); a refused fetching
+   * atomic completes with success and its result holds the operand it sent. On 1.17 and 2.1 the
+   * target drops the refused command without an answer, so the operation never completes (the
+   * completion deadline ends it). No upper bound: 2.6 is the newest library checked.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @param libraryVersion the loaded library's packed {@code fi_version()}
+   * @return whether a refused operation is reported done
+   */
+  static boolean shmReportsRefusedRmaAsDone(String provider, int libraryVersion) {
+    return "shm".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_5;
+  }
 }

@@ -94,18 +94,27 @@ final class Registrations {
   /**
    * Registers a native segment for remote access and describes it for peers; the endpoint is open
    * (its owner thread checked). The region is registered with {@code FI_READ|FI_WRITE} plus {@code
-   * FI_REMOTE_READ} and {@code FI_REMOTE_WRITE} as asked. Its remote address is the segment's
-   * address under {@code FI_MR_VIRT_ADDR}, otherwise 0 (an offset); its key is {@code fi_mr_key}.
+   * FI_REMOTE_READ} and {@code FI_REMOTE_WRITE} as asked (on shm from libfabric 2.5, a writable
+   * region also with {@code FI_REMOTE_READ}, see {@link ShmWriteCheck}). Its remote address is the
+   * segment's address under {@code FI_MR_VIRT_ADDR}, otherwise 0 (an offset); its key is {@code
+   * fi_mr_key}.
    *
    * @param segment native memory
    * @param access what peers may do to it
    * @return the region, which any thread may close
    */
   ExposedRegion expose(MemorySegment segment, RemoteAccess access) {
+    // On shm 2.5+ a writable region is readable too: the check of every write to it is a fetching
+    // atomic, which the target verifies for read access as well (ShmWriteCheck).
+    boolean readable =
+        access.allowsRead()
+            || (access.allowsWrite()
+                && Quirks.shmReportsRefusedRmaAsDone(
+                    objects.facts.providerName(), Libfabric.version()));
     long flags =
         Abi.FI_READ
             | Abi.FI_WRITE
-            | (access.allowsRead() ? Abi.FI_REMOTE_READ : 0)
+            | (readable ? Abi.FI_REMOTE_READ : 0)
             | (access.allowsWrite() ? Abi.FI_REMOTE_WRITE : 0);
     long mr = register(segment.address(), segment.byteSize(), flags, "fi_mr_reg(expose)");
     long key = Native.word(mr + Abi.MR_KEY);

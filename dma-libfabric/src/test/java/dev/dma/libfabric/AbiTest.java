@@ -69,6 +69,7 @@ class AbiTest {
             #include <rdma/fi_endpoint.h>
             #include <rdma/fi_cm.h>
             #include <rdma/fi_rma.h>
+            #include <rdma/fi_atomic.h>
             #include <rdma/fi_errno.h>
             int main(void) {
             """);

@@ -183,6 +183,14 @@ public final class Abi {
   @C("offsetof(struct fi_ops_rma, read)")
   public static final long OPS_RMA_READ = 8;
 
+  /** {@code fid_ep.atomic}. */
+  @C("offsetof(struct fid_ep, atomic)")
+  public static final long EP_ATOMIC = 64;
+
+  /** {@code fi_ops_atomic.readwritemsg}: {@code fi_fetch_atomicmsg}. */
+  @C("offsetof(struct fi_ops_atomic, readwritemsg)")
+  public static final long OPS_ATOMIC_READWRITEMSG = 56;
+
   /** {@code fi_ops_rma.writemsg}. */
   @C("offsetof(struct fi_ops_rma, writemsg)")
   public static final long OPS_RMA_WRITEMSG = 48;
@@ -355,6 +363,90 @@ public final class Abi {
   /** {@code fi_msg_rma.data}. */
   @C("offsetof(struct fi_msg_rma, data)")
   public static final long MSG_RMA_DATA = 56;
+
+  /** {@code sizeof(struct fi_ioc)}. */
+  @C("sizeof(struct fi_ioc)")
+  public static final long IOC_SIZE = 16;
+
+  /** {@code fi_ioc.addr}. */
+  @C("offsetof(struct fi_ioc, addr)")
+  public static final long IOC_ADDR = 0;
+
+  /** {@code fi_ioc.count}. */
+  @C("offsetof(struct fi_ioc, count)")
+  public static final long IOC_COUNT = 8;
+
+  /** {@code sizeof(struct fi_rma_ioc)}. */
+  @C("sizeof(struct fi_rma_ioc)")
+  public static final long RMA_IOC_SIZE = 24;
+
+  /** {@code fi_rma_ioc.addr}. */
+  @C("offsetof(struct fi_rma_ioc, addr)")
+  public static final long RMA_IOC_ADDR = 0;
+
+  /** {@code fi_rma_ioc.count}. */
+  @C("offsetof(struct fi_rma_ioc, count)")
+  public static final long RMA_IOC_COUNT = 8;
+
+  /** {@code fi_rma_ioc.key}. */
+  @C("offsetof(struct fi_rma_ioc, key)")
+  public static final long RMA_IOC_KEY = 16;
+
+  /** {@code sizeof(struct fi_msg_atomic)}. */
+  @C("sizeof(struct fi_msg_atomic)")
+  public static final long MSG_ATOMIC_SIZE = 72;
+
+  /** {@code fi_msg_atomic.msg_iov}. */
+  @C("offsetof(struct fi_msg_atomic, msg_iov)")
+  public static final long MSG_ATOMIC_MSG_IOV = 0;
+
+  /** {@code fi_msg_atomic.desc}. */
+  @C("offsetof(struct fi_msg_atomic, desc)")
+  public static final long MSG_ATOMIC_DESC = 8;
+
+  /** {@code fi_msg_atomic.iov_count}. */
+  @C("offsetof(struct fi_msg_atomic, iov_count)")
+  public static final long MSG_ATOMIC_IOV_COUNT = 16;
+
+  /** {@code fi_msg_atomic.addr}. */
+  @C("offsetof(struct fi_msg_atomic, addr)")
+  public static final long MSG_ATOMIC_ADDR = 24;
+
+  /** {@code fi_msg_atomic.rma_iov}. */
+  @C("offsetof(struct fi_msg_atomic, rma_iov)")
+  public static final long MSG_ATOMIC_RMA_IOV = 32;
+
+  /** {@code fi_msg_atomic.rma_iov_count}. */
+  @C("offsetof(struct fi_msg_atomic, rma_iov_count)")
+  public static final long MSG_ATOMIC_RMA_IOV_COUNT = 40;
+
+  /** {@code fi_msg_atomic.datatype} (an int-sized enum). */
+  @C("offsetof(struct fi_msg_atomic, datatype)")
+  public static final long MSG_ATOMIC_DATATYPE = 48;
+
+  /** {@code fi_msg_atomic.op} (an int-sized enum). */
+  @C("offsetof(struct fi_msg_atomic, op)")
+  public static final long MSG_ATOMIC_OP = 52;
+
+  /** {@code fi_msg_atomic.context}. */
+  @C("offsetof(struct fi_msg_atomic, context)")
+  public static final long MSG_ATOMIC_CONTEXT = 56;
+
+  /** {@code fi_msg_atomic.data}. */
+  @C("offsetof(struct fi_msg_atomic, data)")
+  public static final long MSG_ATOMIC_DATA = 64;
+
+  /** {@code FI_UINT8} ({@code enum fi_datatype}). */
+  @C("FI_UINT8")
+  public static final int FI_UINT8 = 1;
+
+  /** {@code FI_BOR} ({@code enum fi_op}): bitwise or. */
+  @C("FI_BOR")
+  public static final int FI_BOR = 6;
+
+  /** {@code FI_BAND} ({@code enum fi_op}): bitwise and. */
+  @C("FI_BAND")
+  public static final int FI_BAND = 7;
 
   // ---- capability and operation flags (uint64_t: fi_info.caps, op flags, bind flags) ----
 

@@ -126,6 +126,16 @@ public final class Native {
               JAVA_LONG, JAVA_LONG),
           Linker.Option.critical(false));
 
+  /**
+   * {@code ssize_t f(ep, msg, resultv, result_desc, result_count, flags)}: fi_fetch_atomicmsg.
+   * Critical as above.
+   */
+  public static final MethodHandle L_LLLLLL_CRITICAL =
+      handle(
+          FunctionDescriptor.of(
+              JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+          Linker.Option.critical(false));
+
   // ---- libc ----
 
   private static final MemorySegment SETENV = libc("setenv");

@@ -1,0 +1,250 @@
+package dev.dma.libfabric;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.dma.libfabric.internal.Abi;
+import dev.dma.libfabric.internal.Native;
+import java.lang.foreign.Arena;
+
+/**
+ * The check that stands between shm's success completion of a write and the caller, on libfabric
+ * 2.5 and later ({@link Quirks#shmReportsRefusedRmaAsDone}): there shm reports a write whose remote
+ * key, range or access the target refused as done, and nothing lands.
+ *
+ * <p>How: once shm reports the write done, one fetching atomic goes to the same peer with the same
+ * key over the write's first and last {@code n = min(8, length)} bytes, with an operand that leaves
+ * them as they are ({@code FI_BOR} with zeros, or {@code FI_BAND} with ones when the source's
+ * sampled bytes are all zero). The target verifies the atomic's key and both ranges as it verified
+ * the write's (same key, the write's two ends, write access, plus read access), so it accepts the
+ * atomic exactly when it accepted the write. Accepted, the result holds the target's bytes there,
+ * which are the source's (the write landed before its completion); refused, shm 2.5+ hands back the
+ * operand it sent in its own inject buffer. The operand was chosen to differ from the source's
+ * bytes, so the two outcomes never look alike; the write is reported done only when the result
+ * differs from the operand. The verdict is deterministic: no nonce, no probability. It is wrong
+ * only when another peer overwrote exactly those bytes with the operand's value between the write
+ * and the check (a refusal is then reported for a write that landed and was overwritten), or when
+ * the target re-registered the region in between.
+ *
+ * <p>Why not a read: a read the target refuses is reported done too, and shm's bounce buffers then
+ * fill the landing buffer with stale bytes of an earlier transfer (measured on 2.6:
+ * ShmRefusalTest), which can be anything, the write's own bytes included. The atomic's refused
+ * result is the operand this process wrote, never stale.
+ *
+ * <p>What it costs the target: its bytes there are read and written back unchanged ({@code x | 0},
+ * {@code x & ~0}) by the target's progress thread, not atomically with respect to other writers;
+ * only a write racing on those same bytes, which RMA never orders anyway, can see its bytes there
+ * replaced by the earlier value. It also needs read access: on shm 2.5+ a region dma exposes for
+ * writes is registered readable too ({@code Registrations.expose}); a target of another kind that
+ * registers a region write-only gets every write to it reported refused.
+ *
+ * <p>Cost, on shm 2.5+ only (other versions and providers never create it): one more round trip to
+ * the target per write, after the write's own. Measured on 2.6 (dma-bench, {@code --processes 2},
+ * writes, four alternating rounds of the build without and with it, same run): 64 B at window 1
+ * went from 483k-503k to 255k-263k transfers/s (p50 1.4-1.5 to 3.0-3.5 us), 0.52 of the rate; 64
+ * KiB at window 16 from 6.3-7.2 GB/s to 5.9-8.6 GB/s, the same within the noise. A check posted
+ * right behind a write of at most 4 KiB (which the target copies in command order) would save the
+ * round trip; not done.
+ *
+ * <p>Threads: the endpoint's owner (the fabric worker) only, as the endpoint itself. Native memory
+ * comes from the endpoint's arena, freed after {@code fi_close(ep)}.
+ */
+final class ShmWriteCheck {
+  /** No check: the slot holds no write, or its check is over. */
+  static final byte NONE = 0;
+
+  /** A write posted, its completion not yet seen. */
+  static final byte WRITE_POSTED = 1;
+
+  /** shm reported the write done; the check is still to be posted (it met -FI_EAGAIN). */
+  static final byte CHECK_PENDING = 2;
+
+  /** The check is posted on the slot's context. */
+  static final byte CHECK_POSTED = 3;
+
+  /** Bytes sampled at each end of the write. */
+  static final int SAMPLE = 8;
+
+  // Per slot.
+  final byte[] state;
+  final long[] peer;
+  final long[] remoteAddress;
+  final long[] remoteKey;
+  final long[] lengthBytes;
+  // Whether the source's sampled bytes were all zero, so the operand is ones (FI_BAND).
+  final boolean[] ones;
+
+  // Slots whose check met -FI_EAGAIN, in order; each at most once (state CHECK_PENDING).
+  private final int[] pending;
+  private int pendingHead;
+  private int pendingCount;
+
+  // Native: the two operands (zeros, ones), then one 2 * SAMPLE result per slot, then the message.
+  private final long zeros;
+  private final long onesOperand;
+  private final long results;
+  final long message;
+  final long operandIoc;
+  final long rmaIoc;
+  final long resultIoc;
+  final long operandDesc;
+  final long resultDesc;
+  final long nativeBase;
+  final long nativeBytes;
+
+  ShmWriteCheck(int slots, Arena arena) {
+    state = new byte[slots];
+    peer = new long[slots];
+    remoteAddress = new long[slots];
+    remoteKey = new long[slots];
+    lengthBytes = new long[slots];
+    ones = new boolean[slots];
+    pending = new int[slots];
+    long operands = 4L * SAMPLE;
+    long resultBytes = (long) slots * 2 * SAMPLE;
+    long messageBytes = Abi.MSG_ATOMIC_SIZE + 2 * Abi.IOC_SIZE + 2 * Abi.RMA_IOC_SIZE + 2 * 8;
+    nativeBytes = operands + resultBytes + messageBytes;
+    nativeBase = arena.allocate(nativeBytes, 64).address();
+    zeros = nativeBase;
+    onesOperand = nativeBase + 2 * SAMPLE;
+    Native.MEMORY.asSlice(zeros, 2 * SAMPLE).fill((byte) 0);
+    Native.MEMORY.asSlice(onesOperand, 2 * SAMPLE).fill((byte) 0xff);
+    results = nativeBase + operands;
+    message = results + resultBytes;
+    operandIoc = message + Abi.MSG_ATOMIC_SIZE;
+    resultIoc = operandIoc + Abi.IOC_SIZE;
+    rmaIoc = resultIoc + Abi.IOC_SIZE;
+    operandDesc = rmaIoc + 2 * Abi.RMA_IOC_SIZE;
+    resultDesc = operandDesc + 8;
+    // What never changes: the pointers between the parts, the counts, the datatype, the data.
+    Native.MEMORY.set(JAVA_LONG, message + Abi.MSG_ATOMIC_MSG_IOV, operandIoc);
+    Native.MEMORY.set(JAVA_LONG, message + Abi.MSG_ATOMIC_DESC, operandDesc);
+    Native.MEMORY.set(JAVA_LONG, message + Abi.MSG_ATOMIC_IOV_COUNT, 1L);
+    Native.MEMORY.set(JAVA_LONG, message + Abi.MSG_ATOMIC_RMA_IOV, rmaIoc);
+    Native.MEMORY.set(JAVA_LONG, message + Abi.MSG_ATOMIC_RMA_IOV_COUNT, 2L);
+    Native.MEMORY.set(JAVA_INT, message + Abi.MSG_ATOMIC_DATATYPE, Abi.FI_UINT8);
+    Native.MEMORY.set(JAVA_LONG, message + Abi.MSG_ATOMIC_DATA, 0L);
+  }
+
+  /** The local descriptor for the operands and results, where the domain needs one. */
+  void descriptor(long descriptor) {
+    Native.MEMORY.set(JAVA_LONG, operandDesc, descriptor);
+    Native.MEMORY.set(JAVA_LONG, resultDesc, descriptor);
+  }
+
+  /**
+   * After a write was posted: what its check will need. Samples the source now, while the caller
+   * may not touch it.
+   */
+  void posted(int slot, long peer, long source, long length, long address, long key) {
+    state[slot] = WRITE_POSTED;
+    this.peer[slot] = peer;
+    remoteAddress[slot] = address;
+    remoteKey[slot] = key;
+    lengthBytes[slot] = length;
+    ones[slot] = allZero(source, length);
+  }
+
+  /** Fills the message for the slot's check; the context is the slot's. */
+  void prepare(int slot, long context) {
+    long length = lengthBytes[slot];
+    long n = Math.min(SAMPLE, length);
+    boolean band = ones[slot];
+    Native.MEMORY.set(JAVA_LONG, operandIoc + Abi.IOC_ADDR, band ? onesOperand : zeros);
+    Native.MEMORY.set(JAVA_LONG, operandIoc + Abi.IOC_COUNT, 2 * n);
+    Native.MEMORY.set(JAVA_LONG, resultIoc + Abi.IOC_ADDR, result(slot));
+    Native.MEMORY.set(JAVA_LONG, resultIoc + Abi.IOC_COUNT, 2 * n);
+    long address = remoteAddress[slot];
+    long key = remoteKey[slot];
+    Native.MEMORY.set(JAVA_LONG, rmaIoc + Abi.RMA_IOC_ADDR, address);
+    Native.MEMORY.set(JAVA_LONG, rmaIoc + Abi.RMA_IOC_COUNT, n);
+    Native.MEMORY.set(JAVA_LONG, rmaIoc + Abi.RMA_IOC_KEY, key);
+    long last = rmaIoc + Abi.RMA_IOC_SIZE;
+    Native.MEMORY.set(JAVA_LONG, last + Abi.RMA_IOC_ADDR, address + length - n);
+    Native.MEMORY.set(JAVA_LONG, last + Abi.RMA_IOC_COUNT, n);
+    Native.MEMORY.set(JAVA_LONG, last + Abi.RMA_IOC_KEY, key);
+    Native.MEMORY.set(JAVA_LONG, message + Abi.MSG_ATOMIC_ADDR, peer[slot]);
+    Native.MEMORY.set(JAVA_INT, message + Abi.MSG_ATOMIC_OP, band ? Abi.FI_BAND : Abi.FI_BOR);
+    Native.MEMORY.set(JAVA_LONG, message + Abi.MSG_ATOMIC_CONTEXT, context);
+    // A refused check hands the operand back; start from it, so a check that wrote nothing at all
+    // is taken for a refused one, never for an accepted one.
+    byte operand = band ? (byte) 0xff : 0;
+    long at = result(slot);
+    for (long i = 0; i < 2 * n; i++) {
+      Native.MEMORY.set(JAVA_BYTE, at + i, operand);
+    }
+  }
+
+  /**
+   * The verdict on a completed check: whether the target accepted it (its bytes came back), as
+   * opposed to refused (the operand came back).
+   */
+  boolean accepted(int slot) {
+    long n = Math.min(SAMPLE, lengthBytes[slot]);
+    byte operand = ones[slot] ? (byte) 0xff : 0;
+    long at = result(slot);
+    for (long i = 0; i < 2 * n; i++) {
+      if (Native.MEMORY.get(JAVA_BYTE, at + i) != operand) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Queues a slot whose check met -FI_EAGAIN. */
+  void defer(int slot) {
+    state[slot] = CHECK_PENDING;
+    int tail = pendingHead + pendingCount;
+    pending[tail >= pending.length ? tail - pending.length : tail] = slot;
+    pendingCount++;
+  }
+
+  /** The number of deferred checks. */
+  int deferred() {
+    return pendingCount;
+  }
+
+  /** Takes the oldest deferred check's slot. */
+  int takeDeferred() {
+    int slot = pending[pendingHead];
+    pendingHead = pendingHead + 1 == pending.length ? 0 : pendingHead + 1;
+    pendingCount--;
+    return slot;
+  }
+
+  /** Puts a deferred check back in front, for the next pass. */
+  void keepDeferred(int slot) {
+    pendingHead = pendingHead == 0 ? pending.length - 1 : pendingHead - 1;
+    pending[pendingHead] = slot;
+    pendingCount++;
+  }
+
+  /** The endpoint was reset: nothing posted before survives, no check is owed. */
+  void clear() {
+    java.util.Arrays.fill(state, NONE);
+    pendingHead = 0;
+    pendingCount = 0;
+  }
+
+  private long result(int slot) {
+    return results + (long) slot * 2 * SAMPLE;
+  }
+
+  /** Whether the first and last min(8, length) bytes at source are all zero. */
+  private static boolean allZero(long source, long length) {
+    if (length >= SAMPLE) {
+      return Native.MEMORY.get(JAVA_LONG_UNALIGNED, source) == 0
+          && Native.MEMORY.get(JAVA_LONG_UNALIGNED, source + length - SAMPLE) == 0;
+    }
+    for (long i = 0; i < length; i++) {
+      if (Native.MEMORY.get(JAVA_BYTE, source + i) != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static final java.lang.foreign.ValueLayout.OfLong JAVA_LONG_UNALIGNED =
+      java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
+}
