@@ -7,7 +7,6 @@ import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
 import dev.dma.api.TransferRequest;
-import dev.dma.core.internal.FabricWorker;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricProvider;
 import java.lang.System.Logger.Level;
@@ -140,7 +139,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    * @return a future of its completion, failing with the transfer's {@link DmaException}; when the
    *     service refuses it, one already failed with reason {@link DmaException.Reason#BACKPRESSURE}
    *     (the pending queue is full; the request stays the caller's) or {@link
-   *     DmaException.Reason#CLOSED} ({@code fabric worker is gone})
+   *     DmaException.Reason#CLOSED} ({@code the service is closed} after close)
    */
   public CompletableFuture<Completion<T>> transfer(TransferRequest<T> request) {
     Pending<T> pending = new Pending<>(request.context());
@@ -165,7 +164,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
                   "the service's pending queue is full (max_pending); retry later"));
       case CLOSED ->
           CompletableFuture.failedFuture(
-              DmaException.fabric(DmaException.Reason.CLOSED, FabricWorker.WORKER_GONE));
+              DmaException.fabric(DmaException.Reason.CLOSED, inner.closedMessage()));
     };
   }
 
