@@ -118,9 +118,9 @@ public record Advertisement(byte[] address, long remoteKey, long remoteAddress, 
     if (fields.size() != FIELD_COUNT && fields.size() != FIELD_COUNT_WITH_LENGTH) {
       throw new AdvertisementException(
           AdvertisementException.Reason.ARITY,
-          "got "
-              + fields.size()
-              + " fields, expected 3 or 4: address rkey remote-address [length]");
+          // The protocol's text names the three fields; the detail adds only the count and the
+          // optional fourth, so the forms are said once.
+          "got " + fields.size() + " fields, not 3 (or 4 with the exposed length last)");
     }
     String hex = fields.get(0);
     if (hex.isEmpty()) {

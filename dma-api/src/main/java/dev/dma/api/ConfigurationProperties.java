@@ -35,7 +35,8 @@ final class ConfigurationProperties {
           "max_pinned_bytes",
           "completion_deadline",
           "max_pending",
-          "close_timeout");
+          "close_timeout",
+          "target_idle");
 
   private static final Pattern BYTES =
       Pattern.compile("(\\d+)\\s*(?:([kmgt])(?:i?b)?|b)?", Pattern.CASE_INSENSITIVE);
@@ -97,6 +98,9 @@ final class ConfigurationProperties {
     }
     if ((value = properties.getProperty("close_timeout")) != null) {
       builder.closeTimeout(parseDurationOrZero("close_timeout", value));
+    }
+    if ((value = properties.getProperty("target_idle")) != null) {
+      builder.targetIdle(parseDurationOrZero("target_idle", value));
     }
     return builder.build();
   }

@@ -7,9 +7,9 @@ import org.jspecify.annotations.Nullable;
  * The one exception type dma reports, carrying what kind of failure it was and, when libfabric
  * said, its error numbers.
  *
- * <p>{@link #getMessage()} is the exact text of the failure (for example {@code "fabric worker is
- * gone"}); {@link #toString()} prefixes it with the kind. Instances are immutable and may be shared
- * between threads.
+ * <p>{@link #getMessage()} is the exact text of the failure (for example {@code "the service is
+ * closed"}); {@link #toString()} prefixes it with the kind. Instances are immutable and may be
+ * shared between threads.
  */
 public final class DmaException extends RuntimeException {
   @Serial private static final long serialVersionUID = 1L;
@@ -66,9 +66,16 @@ public final class DmaException extends RuntimeException {
      * harmless, and never reuse that remote range for other bytes meanwhile if it is not.
      */
     ENDPOINT_RESET,
-    /** The service is closed or closing, or its worker is gone. */
+    /**
+     * The service or target is closed or closing ({@code "the service is closed"} after {@code
+     * close()}), or its worker is gone ({@code "fabric worker is gone"}: it failed, which its log
+     * says). Nothing more will be served by it: start a new one.
+     */
     CLOSED,
-    /** The request itself cannot be served: bad operand, length, range or address. */
+    /**
+     * The request or call itself cannot be served: a bad operand, length, range or peer address, a
+     * heap segment where native memory is needed. Nothing moved; fix the code that made it.
+     */
     BAD_REQUEST,
     /**
      * A local bound is full; retry later. Either the service's pending queue ({@code max_pending}),
@@ -83,6 +90,14 @@ public final class DmaException extends RuntimeException {
      * the limit, its value where known, and the setting or {@code ulimit} that raises it.
      */
     LIMIT,
+    /**
+     * No provider can serve the configuration: none installed answers to the configured name (the
+     * message names the jar to add), the one that does is unavailable here (its native library,
+     * device or hardware is missing), or the configuration names a device or domain that does not
+     * exist. Raised when a service, group or target starts, never by a transfer. Fix the class
+     * path, the host or the configuration; the same call fails the same way until then.
+     */
+    PROVIDER_UNAVAILABLE,
     /** Anything else the provider or libfabric reported; the errnos say what. */
     PROVIDER;
 

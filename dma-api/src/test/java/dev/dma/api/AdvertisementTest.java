@@ -76,6 +76,19 @@ class AdvertisementTest {
   }
 
   @Test
+  void theFieldCountMessageSaysTheAcceptedFormsOnce() {
+    String message = messageOf(List.of("01", "42"));
+    assertEquals(
+        "expected: address rkey remote-address: got 2 fields, not 3 (or 4 with the exposed length"
+            + " last)",
+        message);
+    assertEquals(
+        message.indexOf("address rkey remote-address"),
+        message.lastIndexOf("address rkey remote-address"),
+        "the field names appear once");
+  }
+
+  @Test
   void messagesNameTheBadField() {
     assertTrue(messageOf(List.of("ab", "nope", "1")).contains("remote key"), "key named");
     assertTrue(messageOf(List.of("ab", "1", "x")).contains("remote address"), "address named");

@@ -103,6 +103,9 @@ final class Bench {
       throws Exception {
     DmaConfiguration configuration =
         configuration(plan.provider(), plan.bind().orElse(null), plan.window());
+    if (plan.targetIdle().isPresent()) {
+      configuration = configuration.toBuilder().targetIdle(plan.targetIdle().get()).build();
+    }
     FabricProvider provider = FabricProviders.select(configuration);
     ClosedLoop loop = new ClosedLoop(plan.window());
     List<Result> results = new ArrayList<>();
@@ -485,6 +488,7 @@ final class Bench {
       plan.bind().ifPresent(bind -> command.add("--bind=" + bind));
       command.add("--clients=" + plan.clients());
       command.add("--buffer=" + plan.maxSize());
+      plan.targetIdle().ifPresent(idle -> command.add("--target-idle=" + idle));
       Process process =
           new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
       try {

@@ -59,6 +59,14 @@ public final class LoadOptions {
   Long iterations;
 
   @Option(
+      names = "--target-idle",
+      paramLabel = "TIME",
+      description =
+          "the passive targets' longest sleep when idle (target_idle); 0 spins"
+              + " (default: the configuration's, 100ms)")
+  String targetIdle;
+
+  @Option(
       names = "--warmup",
       paramLabel = "TIME",
       description = "unmeasured time before each point (default: ${DEFAULT-VALUE})")
@@ -159,7 +167,13 @@ public final class LoadOptions {
         checksum,
         processes,
         connect,
-        pasted);
+        pasted,
+        targetIdle == null
+            ? Optional.empty()
+            : Optional.of(
+                targetIdle.strip().equals("0")
+                    ? Duration.ZERO
+                    : duration("--target-idle", targetIdle)));
   }
 
   private Duration duration(String option, String text) {

@@ -3,11 +3,10 @@ package dev.dma.bench;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.RemoteAccess;
 import dev.dma.core.PassiveTarget;
-import dev.dma.spi.ExposedRegion;
+import dev.dma.core.TargetRegion;
 import dev.dma.spi.FabricProvider;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -21,23 +20,21 @@ import java.util.List;
 final class LocalTargets implements AutoCloseable {
   private final Arena arena = Arena.ofShared();
   private final List<PassiveTarget> targets = new ArrayList<>();
-  private final List<ExposedRegion> regions = new ArrayList<>();
+  private final List<TargetRegion> regions = new ArrayList<>();
   private final List<Control.TargetAd> ads = new ArrayList<>();
   private final String fabric;
 
   LocalTargets(
       DmaConfiguration configuration, FabricProvider provider, int count, long lengthBytes) {
-    // The fake fabric copies bytes inside post, under the fabric's lock; a target spinning on that
-    // lock only slows the worker. Real providers land data only while the target reads its CQ, so
-    // there the target spins (yielding), as the C anchor's target does.
-    Duration idle = provider.name().equals("fake") ? Duration.ofMillis(1) : Duration.ZERO;
+    // Each target idles as the configuration's target_idle says (run --target-idle): by default it
+    // spins while transfers come and sleeps on its endpoint's wait object once they stop.
     try {
       for (int i = 0; i < count; i++) {
-        PassiveTarget target = PassiveTarget.start(configuration, provider, idle);
+        PassiveTarget target = PassiveTarget.builder(configuration).provider(provider).start();
         targets.add(target);
         MemorySegment memory = arena.allocate(lengthBytes, 4096);
         memory.fill((byte) 0x5a);
-        ExposedRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
+        TargetRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
         regions.add(region);
         ads.add(new Control.TargetAd(region.advertisement(), lengthBytes));
       }
@@ -67,7 +64,7 @@ final class LocalTargets implements AutoCloseable {
 
   @Override
   public void close() {
-    for (ExposedRegion region : regions) {
+    for (TargetRegion region : regions) {
       region.close();
     }
     regions.clear();

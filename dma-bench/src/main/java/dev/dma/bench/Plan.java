@@ -20,6 +20,8 @@ import java.util.Optional;
  * @param processes 1 (targets in this JVM) or 2 (targets in a child JVM)
  * @param connect {@code host:port} of a remote {@code dma-bench target}, or empty
  * @param pasted advertisements given on the command line instead of a control socket
+ * @param targetIdle the passive targets' {@code target_idle}, or empty for the configuration's
+ *     default
  */
 public record Plan(
     String provider,
@@ -34,7 +36,8 @@ public record Plan(
     boolean checksum,
     int processes,
     Optional<String> connect,
-    List<Control.TargetAd> pasted) {
+    List<Control.TargetAd> pasted,
+    Optional<Duration> targetIdle) {
 
   /**
    * The largest size, which every buffer must hold.

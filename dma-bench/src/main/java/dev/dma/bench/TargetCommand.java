@@ -1,5 +1,6 @@
 package dev.dma.bench;
 
+import dev.dma.api.DmaConfiguration;
 import dev.dma.core.FabricProviders;
 import dev.dma.spi.FabricProvider;
 import java.io.IOException;
@@ -7,6 +8,7 @@ import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -59,6 +61,14 @@ public final class TargetCommand implements Callable<Integer> {
       description =
           "bytes exposed per target; at least the largest --sizes (default: ${DEFAULT-VALUE})")
   String buffer = "8m";
+
+  @Option(
+      names = "--target-idle",
+      paramLabel = "TIME",
+      description =
+          "the targets' longest sleep when idle (target_idle); 0 spins (default: the"
+              + " configuration's, 100ms)")
+  String targetIdle;
 
   @Option(names = "--once", description = "exit after the first server is done")
   boolean once;
@@ -118,6 +128,15 @@ public final class TargetCommand implements Callable<Integer> {
       watcher.start();
     }
     var configuration = Bench.configuration(provider, bind, 1);
+    if (targetIdle != null) {
+      configuration =
+          configuration.toBuilder()
+              .targetIdle(
+                  targetIdle.strip().equals("0")
+                      ? Duration.ZERO
+                      : DmaConfiguration.parseDuration("--target-idle", targetIdle))
+              .build();
+    }
     FabricProvider chosen = FabricProviders.select(configuration);
     try (LocalTargets targets = new LocalTargets(configuration, chosen, clients, bufferBytes);
         ServerSocket server = new ServerSocket()) {

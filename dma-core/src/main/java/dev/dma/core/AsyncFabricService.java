@@ -8,7 +8,6 @@ import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
 import dev.dma.api.TransferRequest;
-import dev.dma.core.internal.FabricWorker;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricProvider;
 import io.opentelemetry.api.OpenTelemetry;
@@ -177,7 +176,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    * @return a future of its completion, failing with the transfer's {@link DmaException}; when the
    *     service refuses it, one already failed with reason {@link DmaException.Reason#BACKPRESSURE}
    *     (the pending queue is full, on every device of a group; the request stays the caller's) or
-   *     {@link DmaException.Reason#CLOSED} ({@code fabric worker is gone})
+   *     {@link DmaException.Reason#CLOSED} ({@code the service is closed} after close)
    */
   public CompletableFuture<Completion<T>> transfer(TransferRequest<T> request) {
     Pending<T> pending = new Pending<>(request.context());
@@ -202,7 +201,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
                   "the service's pending queue is full (max_pending); retry later"));
       case CLOSED ->
           CompletableFuture.failedFuture(
-              DmaException.fabric(DmaException.Reason.CLOSED, FabricWorker.WORKER_GONE));
+              DmaException.fabric(DmaException.Reason.CLOSED, inner.closedMessage()));
     };
   }
 
@@ -321,11 +320,19 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
 
     EndpointInfo endpointInfo();
 
+    /** Why an offer answered CLOSED: the service closed, or its worker failed by itself. */
+    String closedMessage();
+
     void close();
   }
 
   private record One<P extends Operands>(FabricService<P> service, String device)
       implements Target<P> {
+    @Override
+    public String closedMessage() {
+      return service.closedMessage();
+    }
+
     @Override
     public FabricService.Offer offer(TransferRequest<P> request) {
       return service.offer(request);
@@ -373,6 +380,11 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   }
 
   private record Many<P extends Operands>(FabricServiceGroup<P> group) implements Target<P> {
+    @Override
+    public String closedMessage() {
+      return group.closedMessage();
+    }
+
     @Override
     public FabricService.Offer offer(TransferRequest<P> request) {
       return group.offer(request);

@@ -6,7 +6,9 @@ import dev.dma.spi.FabricProvider;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.ServiceLoader;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Finds fabric providers on the class path or module path and picks the one a configuration asks
@@ -23,11 +25,50 @@ import java.util.ServiceLoader;
  *       when it is the only provider installed.
  * </ol>
  *
- * An unknown name, an unavailable provider or an empty choice fails, naming every provider found
- * and why each is or is not available. Stateless and thread-safe.
+ * An unknown name, an unavailable provider or an empty choice fails with {@link
+ * DmaException.Reason#PROVIDER_UNAVAILABLE}, naming every provider found and why each is or is not
+ * available; a name dma knows but whose jar is missing also names the artifact to add ({@link
+ * #artifactFor}). Stateless and thread-safe.
  */
 public final class FabricProviders {
   private FabricProviders() {}
+
+  /** The prefix of the names {@code dma-libfabric} serves: {@code libfabric:<prov>[/<fabric>]}. */
+  private static final String LIBFABRIC_PREFIX = "libfabric:";
+
+  /** Every plain provider name dma ships, and the artifact whose jar provides it. */
+  private static final Map<String, String> ARTIFACTS =
+      Map.of(
+          "tcp", "dma-provider-tcp",
+          "efa", "dma-provider-efa",
+          "efa-direct", "dma-provider-efa",
+          "fake", "dma-provider-fake");
+
+  /**
+   * The provider names dma ships a provider for, {@code libfabric:<prov>} standing for the whole
+   * family that {@code dma-libfabric} serves.
+   *
+   * @return the names, sorted
+   */
+  public static List<String> knownNames() {
+    List<String> names = new ArrayList<>(ARTIFACTS.keySet());
+    names.add(LIBFABRIC_PREFIX + "<prov>");
+    names.sort(Comparator.naturalOrder());
+    return List.copyOf(names);
+  }
+
+  /**
+   * The Maven artifact (group {@code dev.dma}) whose jar provides a configured provider name.
+   *
+   * @param name a configured provider name, such as {@code efa-direct} or {@code libfabric:shm}
+   * @return the artifact id, or {@code null} for a name no dma artifact provides
+   */
+  public static @Nullable String artifactFor(String name) {
+    if (name.startsWith(LIBFABRIC_PREFIX) && name.length() > LIBFABRIC_PREFIX.length()) {
+      return "dma-libfabric";
+    }
+    return ARTIFACTS.get(name);
+  }
 
   /**
    * Every provider visible to this module's class loader, highest priority first.
@@ -47,8 +88,9 @@ public final class FabricProviders {
    *
    * @param configuration the configuration
    * @return the available provider that accepts {@link DmaConfiguration#provider()}
-   * @throws DmaException of kind {@link DmaException.Kind#FABRIC} when no provider accepts the name
-   *     or the one that does is unavailable, listing what is installed
+   * @throws DmaException of kind {@link DmaException.Kind#FABRIC} and reason {@link
+   *     DmaException.Reason#PROVIDER_UNAVAILABLE} when no provider accepts the name or the one that
+   *     does is unavailable, listing what is installed
    */
   public static FabricProvider select(DmaConfiguration configuration) {
     List<FabricProvider> providers = installed();
@@ -78,7 +120,8 @@ public final class FabricProviders {
    *
    * @param providers the candidates, highest priority first
    * @return the provider
-   * @throws DmaException when none is available
+   * @throws DmaException with {@link DmaException.Reason#PROVIDER_UNAVAILABLE} when none is
+   *     available
    */
   public static FabricProvider selectByPriority(List<FabricProvider> providers) {
     if (providers.size() == 1 && providers.getFirst().availability().available()) {
@@ -94,6 +137,7 @@ public final class FabricProviders {
       }
     }
     throw DmaException.fabric(
+        DmaException.Reason.PROVIDER_UNAVAILABLE,
         "no provider is named in the configuration and none installed is available; name one in"
             + " \"providers\" or install one (for example dma-provider-tcp with libfabric)"
             + describe(providers));
@@ -105,7 +149,8 @@ public final class FabricProviders {
    * @param name a configured provider name
    * @param providers the candidates
    * @return the available provider that accepts the name
-   * @throws DmaException when none accepts it, or the one that does is unavailable
+   * @throws DmaException with {@link DmaException.Reason#PROVIDER_UNAVAILABLE} when none accepts
+   *     it, or the one that does is unavailable
    */
   public static FabricProvider select(String name, List<FabricProvider> providers) {
     for (FabricProvider provider : providers) {
@@ -114,6 +159,7 @@ public final class FabricProviders {
           return provider;
         }
         throw DmaException.fabric(
+            DmaException.Reason.PROVIDER_UNAVAILABLE,
             "provider \""
                 + name
                 + "\" is unavailable: "
@@ -122,12 +168,26 @@ public final class FabricProviders {
       }
     }
     throw DmaException.fabric(
-        "no provider named \""
-            + name
-            + "\" is installed; add its jar (for example "
-            + (name.startsWith("libfabric:") ? "dma-libfabric" : "dma-provider-" + name)
-            + ") to the class path"
-            + describe(providers));
+        DmaException.Reason.PROVIDER_UNAVAILABLE,
+        "no provider named \"" + name + "\" is installed; " + advice(name) + describe(providers));
+  }
+
+  /** What to add for a name no installed provider accepts. */
+  private static String advice(String name) {
+    String artifact = artifactFor(name);
+    if (artifact != null) {
+      return "add the jar of dev.dma:" + artifact + " to the class path";
+    }
+    if (name.startsWith(LIBFABRIC_PREFIX)) {
+      return "name a libfabric provider after \"libfabric:\" (for example libfabric:shm), served"
+          + " by dev.dma:dma-libfabric";
+    }
+    return "dma knows "
+        + String.join(", ", knownNames())
+        + "; for libfabric's own provider of that name configure \""
+        + LIBFABRIC_PREFIX
+        + name
+        + "\" (dev.dma:dma-libfabric); any other name needs its provider's jar";
   }
 
   private static String describe(List<FabricProvider> providers) {

@@ -83,6 +83,12 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   /** The least close() waits for its own checksum pool's threads, however late the worker ended. */
   private static final Duration POOL_GRACE = Duration.ofMillis(500);
 
+  /**
+   * The text of a call refused because {@link #close()} was called: a normal close, unlike {@link
+   * FabricWorker#WORKER_GONE} (a worker that failed by itself).
+   */
+  static final String SERVICE_CLOSED = "the service is closed";
+
   /** What {@link #offer} says about a transfer. */
   public enum Offer {
     /** Queued; its completion will come. The request's context belongs to the service. */
@@ -108,6 +114,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   private final String providerName;
   private final boolean tracing;
   private final Duration closeTimeout;
+
+  /** Set by {@link #close(Duration)}, so a refused call says "closed" rather than "gone". */
+  private volatile boolean closeCalled;
 
   private FabricService(
       WorkerChannel channel,
@@ -309,25 +318,29 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    * @param segment native memory, which must stay alive until the region is closed and every
    *     transfer inside it completed
    * @return the region; close it before freeing the memory
-   * @throws DmaException for an empty or non-native segment, an overflowing range, a failed
-   *     registration, or a worker that is gone
+   * @throws DmaException {@link DmaException.Reason#BAD_REQUEST} for an empty or non-native segment
+   *     or an overflowing range; {@link DmaException.Reason#CLOSED} once the service is closed or
+   *     its worker is gone; the provider's reason for a failed registration
    */
   public MemoryRegion register(MemorySegment segment) {
     refuseOnWorker("register");
     if (!segment.isNative()) {
-      throw DmaException.fabric("cannot register a heap segment; register native memory");
+      throw DmaException.fabric(
+          DmaException.Reason.BAD_REQUEST,
+          "cannot register a heap segment; register native memory");
     }
     long base = segment.address();
     long length = segment.byteSize();
     if (length == 0) {
-      throw DmaException.fabric("cannot register 0 bytes");
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, "cannot register 0 bytes");
     }
     if (base < 0 || base + length < base) {
-      throw DmaException.fabric("registered region range overflows");
+      throw DmaException.fabric(
+          DmaException.Reason.BAD_REQUEST, "registered region range overflows");
     }
     Reply<Void> reply = new Reply<>();
     if (!channel.offer(new Commands.Pin(base, length, reply))) {
-      throw DmaException.fabric(FabricWorker.WORKER_GONE);
+      throw closedError();
     }
     reply.await("fabric worker exited before registering");
     return new MemoryRegion(segment, RegionRegistry.global());
@@ -340,15 +353,30 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    *
    * @param clientId the client
    * @param address its fabric address
-   * @throws DmaException for an address the fabric refuses, or a worker that is gone
+   * @throws DmaException {@link DmaException.Reason#BAD_REQUEST} for an address that is not one of
+   *     this provider's (wrong length or form); {@link DmaException.Reason#CLOSED} once the service
+   *     is closed or its worker is gone; the provider's reason for an address it refuses
    */
   public void addPeer(long clientId, byte[] address) {
     refuseOnWorker("addPeer");
     Reply<Void> reply = new Reply<>();
     if (!channel.offer(new Commands.AddPeer(clientId, address.clone(), reply))) {
-      throw DmaException.fabric(FabricWorker.WORKER_GONE);
+      throw closedError();
     }
     reply.await("fabric worker exited before adding the peer");
+  }
+
+  /**
+   * The refusal of a call the worker can no longer take: {@link #SERVICE_CLOSED} after {@link
+   * #close()}, {@link FabricWorker#WORKER_GONE} when the worker ended by itself.
+   */
+  DmaException closedError() {
+    return DmaException.fabric(DmaException.Reason.CLOSED, closedMessage());
+  }
+
+  /** The text of {@link #closedError()}. */
+  String closedMessage() {
+    return closeCalled ? SERVICE_CLOSED : FabricWorker.WORKER_GONE;
   }
 
   /**
@@ -390,6 +418,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
           "close() was called on a checksum-pool thread of this service, from a BatchCompleter:"
               + " it would wait for that thread to finish; close from another thread");
     }
+    closeCalled = true;
     long closeDeadline = System.nanoTime() + timeout.toNanos();
     channel.close(closeDeadline);
     // Bounded too: the worker returns at the close deadline, and only a provider blocking inside
@@ -573,6 +602,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
         closeQuietly(ownedPool);
         throw new DmaException(
             DmaException.Kind.FABRIC,
+            DmaException.Reason.PROVIDER,
             "failed to spawn fabric worker: " + spawnFailure,
             0,
             0,
@@ -657,6 +687,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
         ready.fail(
             new DmaException(
                 DmaException.Kind.FABRIC,
+                DmaException.Reason.PROVIDER,
                 "opening the endpoint failed: " + unexpected,
                 0,
                 0,

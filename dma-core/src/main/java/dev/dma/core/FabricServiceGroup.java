@@ -3,6 +3,7 @@ package dev.dma.core;
 import dev.dma.api.BatchCompleter;
 import dev.dma.api.CacheableSpan;
 import dev.dma.api.Checksum;
+import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
@@ -81,11 +82,11 @@ import org.jspecify.annotations.Nullable;
  * is untouched. Only then are the chunks offered, into the room already held.
  *
  * <p>A checksum covers the whole operand: each chunk is hashed on the checksum pool as it
- * completes, and the last one combines the chunks' CRC-32Cs with {@link Crc32c#combine} (about 40
- * ns a chunk). Hashing the whole operand once after the last chunk costs the same CPU but adds all
- * of it (258 us for 16 MiB here) to the transfer's latency on one thread; combining leaves only the
- * last chunk's own hash. A striped transfer allocates its chunk requests and one aggregate; a
- * transfer below the threshold takes the allocation-free path unchanged.
+ * completes, and the last one combines the chunks' CRC-32Cs with {@link Checksums#crc32cCombine}
+ * (about 40 ns a chunk). Hashing the whole operand once after the last chunk costs the same CPU but
+ * adds all of it (258 us for 16 MiB here) to the transfer's latency on one thread; combining leaves
+ * only the last chunk's own hash. A striped transfer allocates its chunk requests and one
+ * aggregate; a transfer below the threshold takes the allocation-free path unchanged.
  *
  * <p>To size a striped write, the group asks the context's {@link Operands#source()} once, on the
  * submitting thread (the worker asks again when the write is not striped, so a source must answer
@@ -192,6 +193,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
             : configuration.interfaces();
     if (devices.isEmpty()) {
       throw DmaException.fabric(
+          DmaException.Reason.PROVIDER_UNAVAILABLE,
           "provider \"" + provider.name() + "\" lists no devices to start a service on");
     }
     int chunks = builder.stripeChunks > 0 ? builder.stripeChunks : devices.size();
@@ -646,6 +648,19 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
   }
 
   /**
+   * Why an offer answered CLOSED: {@code the service is closed} once any device's service was
+   * closed normally, otherwise the first device's text (its worker failed by itself).
+   */
+  String closedMessage() {
+    for (FabricService<T> service : services) {
+      if (service.closedMessage().equals(FabricService.SERVICE_CLOSED)) {
+        return FabricService.SERVICE_CLOSED;
+      }
+    }
+    return services.get(0).closedMessage();
+  }
+
+  /**
    * Closes every service (each drains its posted transfers), then the checksum pool unless the
    * caller shared its own ({@link Builder#checksumPool}). Idempotent.
    */
@@ -934,7 +949,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
       }
       int crc = crcs[0];
       for (int i = 1; i < crcs.length; i++) {
-        crc = Crc32c.combine(crc, crcs[i], lengths[i]);
+        crc = Checksums.crc32cCombine(crc, crcs[i], lengths[i]);
       }
       return TransferDone.withChecksum(lengthBytes, crc);
     }

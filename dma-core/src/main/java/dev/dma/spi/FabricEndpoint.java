@@ -237,6 +237,49 @@ public interface FabricEndpoint extends AutoCloseable {
   void progress();
 
   /**
+   * Whether {@link #awaitIncoming} can sleep until a peer's RMA needs this endpoint's progress. A
+   * {@code PassiveTarget} backs off to sleeping between progress calls only on an endpoint that
+   * can; on others it spins and yields, since a blind sleep would delay every incoming transfer by
+   * it.
+   *
+   * @return false unless the provider has a wait object that wakes on incoming RMA
+   */
+  default boolean canAwaitIncoming() {
+    return false;
+  }
+
+  /**
+   * Blocks the owner thread until a peer's RMA may need this endpoint's {@linkplain #progress()
+   * progress}, or for at most {@code timeoutNanos}; the caller progresses the endpoint afterwards
+   * either way. Only called when {@link #canAwaitIncoming()} is true.
+   *
+   * @param timeoutNanos the longest sleep, positive
+   * @return true when woken by incoming work, false when the time passed
+   */
+  default boolean awaitIncoming(long timeoutNanos) {
+    return false;
+  }
+
+  /**
+   * Whether a peer's RMA is waiting for this endpoint's progress right now, without blocking: the
+   * activity signal that keeps a busy target spinning rather than backing off to sleep. Cheap (one
+   * system call at most), but not free: a caller samples it, not calls it every pass. Only called
+   * when {@link #canAwaitIncoming()} is true.
+   *
+   * @return whether there is incoming work to progress
+   */
+  default boolean incomingPending() {
+    return false;
+  }
+
+  /**
+   * Ends an {@link #awaitIncoming} in progress, or makes the next one return at once. The one
+   * method of an endpoint any thread may call, also concurrently with its owner and after {@link
+   * #close()} (then it does nothing).
+   */
+  default void wakeup() {}
+
+  /**
    * Whether {@link #removePeer(long)} fails that peer's posted operations with error completions
    * (flushes them), so a dead peer's operations can be recovered without {@link #reset()}. Only a
    * provider that guarantees it, and guarantees it touches no operand after the flushed completion,

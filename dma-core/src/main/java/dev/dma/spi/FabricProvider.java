@@ -59,6 +59,20 @@ public interface FabricProvider {
   FabricEndpoint open(DmaConfiguration configuration);
 
   /**
+   * Opens an endpoint for a {@code PassiveTarget}: as {@link #open}, but a provider may give it
+   * what only a passive side needs, such as a completion queue with a wait object so the target can
+   * {@linkplain FabricEndpoint#awaitIncoming sleep until a peer's RMA arrives} (which would cost an
+   * initiator a system call per completion).
+   *
+   * @param configuration the configuration
+   * @return the open endpoint, owned by the caller
+   * @throws DmaException of kind {@link DmaException.Kind#FABRIC} naming the step that failed
+   */
+  default FabricEndpoint openTarget(DmaConfiguration configuration) {
+    return open(configuration);
+  }
+
+  /**
    * The domain (device) names an endpoint could be pinned to with {@link
    * DmaConfiguration#interfaces()}, in the fabric's order, without duplicates.
    *

@@ -10,7 +10,11 @@ import dev.dma.spi.Availability;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /** The provider selection rules, on stand-in providers. */
 class FabricProvidersTest {
@@ -37,6 +41,7 @@ class FabricProvidersTest {
   private static final Stub FAMILY =
       new Stub("libfabric", 10, Availability.AVAILABLE, "libfabric:");
   private static final Stub FAKE = new Stub("fake", Integer.MIN_VALUE, Availability.AVAILABLE);
+  private static final Stub OTHER = new Stub("other", 0, Availability.AVAILABLE);
 
   @Test
   void aNamedProviderIsTheOneThatAcceptsTheName() {
@@ -56,16 +61,61 @@ class FabricProvidersTest {
         "provider \"efa-direct\" is unavailable: no EFA device answered; installed: efa-direct"
             + " (unavailable: no EFA device answered), tcp (available), fake (available)",
         error.getMessage());
+    assertEquals(DmaException.Reason.PROVIDER_UNAVAILABLE, error.reason());
   }
 
   @Test
   void anUnknownNameSaysWhatToAddAndWhatIsInstalled() {
     DmaException error =
         assertThrows(DmaException.class, () -> FabricProviders.select("verbs", List.of(TCP)));
+    assertEquals(DmaException.Reason.PROVIDER_UNAVAILABLE, error.reason());
     assertEquals(
-        "no provider named \"verbs\" is installed; add its jar (for example dma-provider-verbs) to"
-            + " the class path; installed: tcp (available)",
+        "no provider named \"verbs\" is installed; dma knows efa, efa-direct, fake,"
+            + " libfabric:<prov>, tcp; for libfabric's own provider of that name configure"
+            + " \"libfabric:verbs\" (dev.dma:dma-libfabric); any other name needs its provider's"
+            + " jar; installed: tcp (available)",
         error.getMessage());
+  }
+
+  /**
+   * The artifact each name dma knows lives in, written out here rather than read from {@link
+   * FabricProviders}, so a wrong entry there fails (dma-it checks it against the jars).
+   */
+  static Stream<Arguments> everyProviderNameDmaKnows() {
+    return Stream.of(
+        Arguments.of("tcp", "dma-provider-tcp"),
+        Arguments.of("efa", "dma-provider-efa"),
+        Arguments.of("efa-direct", "dma-provider-efa"),
+        Arguments.of("fake", "dma-provider-fake"),
+        Arguments.of("libfabric:shm", "dma-libfabric"),
+        Arguments.of("libfabric:verbs;ofi_rxm/mlx5_0", "dma-libfabric"));
+  }
+
+  @ParameterizedTest
+  @MethodSource("everyProviderNameDmaKnows")
+  void aMissingProviderNamesTheJarThatHasIt(String name, String artifact) {
+    DmaException error =
+        assertThrows(DmaException.class, () -> FabricProviders.select(name, List.of(OTHER)));
+    assertEquals(DmaException.Reason.PROVIDER_UNAVAILABLE, error.reason());
+    assertEquals(
+        "no provider named \""
+            + name
+            + "\" is installed; add the jar of dev.dma:"
+            + artifact
+            + " to the class path; installed: other (available)",
+        error.getMessage());
+  }
+
+  @Test
+  void theKnownNamesAreExactlyThoseTested() {
+    assertEquals(
+        List.of("efa", "efa-direct", "fake", "libfabric:<prov>", "tcp"),
+        FabricProviders.knownNames());
+    assertEquals(
+        everyProviderNameDmaKnows().count(),
+        everyProviderNameDmaKnows()
+            .filter(args -> FabricProviders.artifactFor((String) args.get()[0]) != null)
+            .count());
   }
 
   @Test
@@ -85,6 +135,7 @@ class FabricProvidersTest {
             + " \"providers\" or install one (for example dma-provider-tcp with libfabric);"
             + " installed: tcp (unavailable: libfabric is not installed), fake (available)",
         error.getMessage());
+    assertEquals(DmaException.Reason.PROVIDER_UNAVAILABLE, error.reason());
   }
 
   @Test
@@ -103,7 +154,7 @@ class FabricProvidersTest {
   @Test
   void noProvidersAtAll() {
     assertEquals(
-        "no provider named \"tcp\" is installed; add its jar (for example dma-provider-tcp) to the"
+        "no provider named \"tcp\" is installed; add the jar of dev.dma:dma-provider-tcp to the"
             + " class path; no providers are installed",
         assertThrows(DmaException.class, () -> FabricProviders.select("tcp", List.of()))
             .getMessage());

@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
-import dev.dma.spi.ExposedRegion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -106,7 +105,7 @@ class PassiveTargetCloseTest {
   void aCallWakesATargetSleepingBetweenProgressCalls() {
     try (PassiveTarget target = start(Duration.ofHours(1))) {
       MemorySegment segment = arena.allocate(4096);
-      ExposedRegion region =
+      TargetRegion region =
           assertTimeoutPreemptively(
               Duration.ofSeconds(5), () -> target.expose(segment, RemoteAccess.READ_WRITE));
       assertTimeoutPreemptively(Duration.ofSeconds(5), () -> region.close());
@@ -176,7 +175,7 @@ class PassiveTargetCloseTest {
                   }
                   for (int n = 0; n < 50; n++) {
                     try {
-                      ExposedRegion region = target.expose(segment, RemoteAccess.READ_WRITE);
+                      TargetRegion region = target.expose(segment, RemoteAccess.READ_WRITE);
                       assertNotNull(region.advertisement());
                       exposed.incrementAndGet();
                     } catch (DmaException failure) {
@@ -208,7 +207,7 @@ class PassiveTargetCloseTest {
   @Test
   void theAdvertisementCarriesTheExposedLength() {
     try (PassiveTarget target = start(Duration.ZERO)) {
-      ExposedRegion region = target.expose(arena.allocate(12288), RemoteAccess.READ_WRITE);
+      TargetRegion region = target.expose(arena.allocate(12288), RemoteAccess.READ_WRITE);
       assertEquals(12288, region.advertisement().lengthBytes());
       region.close();
     }

@@ -19,7 +19,7 @@ import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
 import dev.dma.core.PassiveTarget;
-import dev.dma.spi.ExposedRegion;
+import dev.dma.core.TargetRegion;
 import dev.dma.spi.FabricProvider;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -145,7 +145,7 @@ abstract class ConformanceSuite {
     MemorySegment local = arena.allocate(size, 4096);
     Patterns.fill(local, size);
     int expected = Checksums.crc32c(local);
-    ExposedRegion region = target.expose(remote, RemoteAccess.READ_WRITE);
+    TargetRegion region = target.expose(remote, RemoteAccess.READ_WRITE);
     Advertisement ad = region.advertisement();
 
     assertTrue(service.submit(request(1, ad, Direction.TO_PEER, new Buffer(1, local))));

@@ -4,7 +4,7 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.RemoteAccess;
 import dev.dma.core.PassiveTarget;
-import dev.dma.spi.ExposedRegion;
+import dev.dma.core.TargetRegion;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
@@ -41,7 +41,7 @@ public final class OperandTarget {
     try (Arena arena = Arena.ofShared();
         PassiveTarget target = PassiveTarget.start(DmaConfiguration.fromProperties(properties))) {
       MemorySegment memory = arena.allocate(size, 4096);
-      ExposedRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
+      TargetRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
       Advertisement ad = region.advertisement();
       System.out.println("advertisement " + ad);
       System.out.flush();

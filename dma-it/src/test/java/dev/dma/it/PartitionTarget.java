@@ -5,7 +5,7 @@ import dev.dma.api.Checksums;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.RemoteAccess;
 import dev.dma.core.PassiveTarget;
-import dev.dma.spi.ExposedRegion;
+import dev.dma.core.TargetRegion;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
@@ -42,7 +42,7 @@ public final class PartitionTarget {
     try (Arena arena = Arena.ofShared();
         PassiveTarget target = PassiveTarget.start(configuration)) {
       MemorySegment memory = arena.allocate(slots * slotBytes, 4096);
-      ExposedRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
+      TargetRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
       System.out.println("advertisement " + String.join(" ", region.advertisement().toFields()));
       System.out.flush();
       String line;

@@ -84,7 +84,7 @@ final class AddressVector {
    */
   private void validate(byte[] address) {
     if (address == null) {
-      throw DmaException.fabric("peer address is missing");
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, "peer address is missing");
     }
     int addrFormat = objects.facts.addrFormat();
     if (addrFormat == Abi.FI_ADDR_STR) {
@@ -94,6 +94,7 @@ final class AddressVector {
     byte[] localAddress = objects.localAddress;
     if (address.length != localAddress.length) {
       throw DmaException.fabric(
+          DmaException.Reason.BAD_REQUEST,
           "peer address is "
               + address.length
               + " bytes, but "
@@ -110,6 +111,7 @@ final class AddressVector {
               | (address[(int) Abi.SOCKADDR_FAMILY + 1] & 0xff) << 8;
       if (family != expected) {
         throw DmaException.fabric(
+            DmaException.Reason.BAD_REQUEST,
             "peer address is not a socket address: family " + family + ", expected " + expected);
       }
     }
@@ -126,6 +128,7 @@ final class AddressVector {
     int limit = Math.max(Abi.FI_NAME_MAX, objects.localAddress.length);
     if (address.length < 2 || address.length > limit) {
       throw DmaException.fabric(
+          DmaException.Reason.BAD_REQUEST,
           "peer address is "
               + address.length
               + " bytes, but "
@@ -136,15 +139,18 @@ final class AddressVector {
     }
     int end = address.length - 1;
     if (address[end] != 0) {
-      throw DmaException.fabric("peer address is not a NUL-terminated string");
+      throw DmaException.fabric(
+          DmaException.Reason.BAD_REQUEST, "peer address is not a NUL-terminated string");
     }
     for (int i = 0; i < end; i++) {
       if (address[i] < 0x20 || address[i] > 0x7e) {
-        throw DmaException.fabric("peer address is not a printable address string");
+        throw DmaException.fabric(
+            DmaException.Reason.BAD_REQUEST, "peer address is not a printable address string");
       }
     }
     if (!new String(address, 0, end, StandardCharsets.US_ASCII).contains("://")) {
-      throw DmaException.fabric("peer address is not an address string (scheme://...)");
+      throw DmaException.fabric(
+          DmaException.Reason.BAD_REQUEST, "peer address is not an address string (scheme://...)");
     }
   }
 
@@ -166,6 +172,7 @@ final class AddressVector {
       // shm would map the closed endpoint's unmapped region: the insert or the first post is a
       // SIGSEGV.
       throw DmaException.fabric(
+          DmaException.Reason.PEER_UNREACHABLE,
           "peer " + local.name + " is an shm endpoint of this process that was already closed");
     }
     try (Arena call = Arena.ofConfined()) {

@@ -74,6 +74,18 @@ final class FabricObjects {
    */
   InfoFacts facts = new InfoFacts("", "", "", 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
+  /**
+   * Whether to open the completion queue with a wait object for a passive target ({@link
+   * LibfabricEndpoint#awaitIncoming}); set before {@link #open}.
+   */
+  boolean forTarget;
+
+  /** The completion queue's wait fd, or -1 when it has none (see {@link #forTarget}). */
+  int waitFd = -1;
+
+  /** {@code fi_trywait}, read with {@link #waitFd}. */
+  MemorySegment fnTrywait = MemorySegment.NULL;
+
   /** The endpoint's name ({@code fi_getname}); a reset changes it (tcp binds a new port). */
   byte[] localAddress = new byte[0];
 
@@ -217,7 +229,26 @@ final class FabricObjects {
     // Zeroed apart from the format: default size, and no wait object (FI_WAIT_NONE is 0).
     MemorySegment cqAttr = arena.allocate(ATTR_BYTES, 8);
     cqAttr.set(JAVA_INT, Abi.CQ_ATTR_FORMAT, Abi.FI_CQ_FORMAT_CONTEXT);
-    cq = openOnDomain(domainOps, Abi.OPS_DOMAIN_CQ_OPEN, "fi_cq_open", cqAttr, out);
+    waitFd = -1;
+    if (forTarget && wakesOnIncoming(facts.providerName())) {
+      cqAttr.set(JAVA_INT, Abi.CQ_ATTR_WAIT_OBJ, Abi.FI_WAIT_FD);
+      try {
+        cq = openOnDomain(domainOps, Abi.OPS_DOMAIN_CQ_OPEN, "fi_cq_open", cqAttr, out);
+        waitFd = fetchWaitFd();
+      } catch (DmaException refused) {
+        // A target that cannot sleep still works: it spins. Open the queue as an initiator does.
+        LOG.log(
+            System.Logger.Level.DEBUG,
+            "no wait fd for a passive target's completion queue: " + refused.getMessage());
+        if (cq != 0) {
+          cq = closeLogged("fi_close(cq)", cq);
+        }
+        cqAttr.set(JAVA_INT, Abi.CQ_ATTR_WAIT_OBJ, 0);
+      }
+    }
+    if (cq == 0) {
+      cq = openOnDomain(domainOps, Abi.OPS_DOMAIN_CQ_OPEN, "fi_cq_open", cqAttr, out);
+    }
     long cqOps = Native.word(cq + Abi.CQ_OPS);
     fnCqRead = Native.function(cqOps, Abi.OPS_CQ_READ, "fi_cq_read");
     fnCqReaderr = Native.function(cqOps, Abi.OPS_CQ_READERR, "fi_cq_readerr");
@@ -260,6 +291,37 @@ final class FabricObjects {
         ShmNames.reportLeftoversOnce(LOG);
       }
     }
+  }
+
+  /**
+   * Whether a completion queue's wait fd on this provider becomes readable when a peer's RMA needs
+   * the endpoint's progress: tcp (named net on 1.x) adds its sockets' epoll fd to the queue's wait
+   * set (prov/tcp/src/xnet_cq.c, xnet_cq_open). Other providers' wait objects signal completions
+   * only, and a target gets none for the RMA it serves.
+   */
+  static boolean wakesOnIncoming(String providerName) {
+    return providerName.equals("tcp") || providerName.equals("net");
+  }
+
+  /** The completion queue's wait fd ({@code fi_control(FI_GETWAIT)}) and {@code fi_trywait}. */
+  private int fetchWaitFd() throws Throwable {
+    MemorySegment fd = arena.allocate(JAVA_INT);
+    fd.set(JAVA_INT, 0, -1);
+    int rc =
+        (int)
+            Native.I_LIL.invokeExact(
+                Native.function(Native.word(cq + Abi.FID_OPS), Abi.OPS_CONTROL, "fi_control"),
+                cq,
+                Abi.FI_GETWAIT,
+                fd.address());
+    check("fi_control(cq, FI_GETWAIT)", rc);
+    fnTrywait =
+        Native.function(Native.word(fabric + Abi.FABRIC_OPS), Abi.OPS_FABRIC_TRYWAIT, "fi_trywait");
+    int value = fd.get(JAVA_INT, 0);
+    if (value < 0) {
+      throw DmaException.fabric("fi_control(cq, FI_GETWAIT) returned no fd");
+    }
+    return value;
   }
 
   private byte[] fetchName() throws Throwable {

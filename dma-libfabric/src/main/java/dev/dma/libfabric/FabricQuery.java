@@ -57,12 +57,23 @@ final class FabricQuery {
       long node = sourceNode == null ? 0 : arena.allocateFrom(sourceNode).address();
       MemorySegment out = arena.allocate(JAVA_LONG);
       int rc = Native.getinfo(node, sourceNode == null ? 0 : Abi.FI_SOURCE, hints, out.address());
+      if (rc == -Abi.FI_ENODATA) {
+        // Nothing here serves these hints: the provider is not built into this libfabric, or not
+        // on the named node or domain. The set-up, not the call, is what to fix.
+        throw new DmaException(
+            DmaException.Kind.FABRIC,
+            DmaException.Reason.PROVIDER_UNAVAILABLE,
+            Native.failure("fi_getinfo", rc),
+            -rc,
+            0,
+            null);
+      }
       if (rc != 0) {
         throw DmaException.fabric(Native.failure("fi_getinfo", rc));
       }
       long list = out.get(JAVA_LONG, 0);
       if (list == 0) {
-        throw DmaException.fabric("no provider matched");
+        throw DmaException.fabric(DmaException.Reason.PROVIDER_UNAVAILABLE, "no provider matched");
       }
       return list;
     } finally {
@@ -122,7 +133,8 @@ final class FabricQuery {
       }
     }
     if (first == 0) {
-      throw DmaException.fabric("no fabric domain named \"" + wanted + "\"");
+      throw DmaException.fabric(
+          DmaException.Reason.PROVIDER_UNAVAILABLE, "no fabric domain named \"" + wanted + "\"");
     }
     return first;
   }

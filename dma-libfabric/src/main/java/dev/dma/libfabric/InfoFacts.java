@@ -197,7 +197,7 @@ public record InfoFacts(
   public void requireSupported() {
     String reason = unsupportedReason();
     if (reason != null) {
-      throw DmaException.fabric(reason);
+      throw DmaException.fabric(DmaException.Reason.PROVIDER_UNAVAILABLE, reason);
     }
   }
 }

@@ -2,6 +2,7 @@ package dev.dma.libfabric;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
@@ -163,6 +164,24 @@ public final class LibfabricEndpoint implements FabricEndpoint {
 
   // Preallocated native buffers for the data path.
   private final long scratch;
+
+  /** Two {@code struct pollfd}s (16 bytes), a {@code struct timespec} (16), a fid array (8). */
+  private final long waitScratch;
+
+  /**
+   * An eventfd that {@link #wakeup()} writes, from any thread, to end a target's {@link
+   * #awaitIncoming}; -1 when this endpoint cannot wait. Closed, under {@link #wakeLock}, by {@link
+   * #close()}, so a late wakeup never writes to a descriptor number the process reused.
+   */
+  private int wakeFd = -1;
+
+  private final Object wakeLock = new Object();
+
+  /**
+   * The eight bytes {@link #wakeup()} writes (1) and a drain reads; outlives the endpoint's arena.
+   */
+  private final MemorySegment wakeValue = Arena.ofAuto().allocate(JAVA_LONG);
+
   private final long entries;
   private final long errorEntry;
   private final long errorEntryBytes;
@@ -197,6 +216,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     this.peers = new AddressVector(objects, policy, arena);
     this.registrations = new Registrations(objects, arena);
     this.scratch = arena.allocate(SCRATCH_BYTES, 64).address();
+    this.waitScratch = arena.allocate(48, 8).address();
+    wakeValue.set(JAVA_LONG, 0, 1L);
     this.entries = arena.allocate(BATCH * Abi.CQ_ENTRY_SIZE, 64).address();
     this.errorEntryBytes =
         Native.API_VERSION >= Abi.FI_VERSION_1_20
@@ -230,10 +251,31 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * @throws DmaException of kind FABRIC naming the step that failed; whatever was opened is closed
    */
   public static LibfabricEndpoint open(EndpointPolicy policy, DmaConfiguration configuration) {
+    return open(policy, configuration, false);
+  }
+
+  /**
+   * Opens an endpoint as {@link #open(EndpointPolicy, DmaConfiguration)} does, for a passive target
+   * when {@code forTarget}: on tcp its completion queue then gets a wait fd, so {@link
+   * #awaitIncoming} can sleep until a peer's RMA arrives. An initiator never asks for one: the
+   * provider would signal the fd, a system call, on every completion.
+   *
+   * @param policy the provider's choices
+   * @param configuration the interfaces and bind to use
+   * @param forTarget whether the endpoint serves a passive target
+   * @return the open endpoint, owned by the caller and used by the calling thread
+   * @throws DmaException of kind FABRIC naming the step that failed; whatever was opened is closed
+   */
+  public static LibfabricEndpoint open(
+      EndpointPolicy policy, DmaConfiguration configuration, boolean forTarget) {
     Native.require();
     LibfabricEndpoint endpoint = new LibfabricEndpoint(policy);
+    endpoint.objects.forTarget = forTarget;
     try {
       endpoint.objects.open(configuration);
+      if (endpoint.objects.waitFd >= 0) {
+        endpoint.wakeFd = Native.eventfd();
+      }
       return endpoint;
     } catch (RuntimeException | Error failed) {
       try {
@@ -1092,6 +1134,96 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
+   * @return true for a target's endpoint on tcp (net on 1.x), whose completion queue has a wait fd
+   *     that the provider's sockets make readable
+   */
+  @Override
+  public boolean canAwaitIncoming() {
+    return !closed && objects.waitFd >= 0 && wakeFd >= 0;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>libfabric's wait protocol: {@code fi_trywait} first (it answers {@code -FI_EAGAIN} when
+   * there is progress to make now, and the wait would miss it), then {@code ppoll} on the queue's
+   * fd and on the eventfd {@link #wakeup()} writes.
+   */
+  @Override
+  public boolean awaitIncoming(long timeoutNanos) {
+    ensureOpen();
+    int fd = objects.waitFd;
+    if (fd < 0 || wakeFd < 0) {
+      return false;
+    }
+    try {
+      long fids = waitScratch + 32;
+      Native.MEMORY.set(JAVA_LONG, fids, objects.cq);
+      int rc = (int) Native.I_LLI.invokeExact(objects.fnTrywait, objects.fabric, fids, 1);
+      if (rc != 0) {
+        // -FI_EAGAIN: there is work now. Anything else: do not sleep on a wait we cannot trust.
+        return true;
+      }
+      Native.MEMORY.set(JAVA_INT, waitScratch, fd);
+      Native.MEMORY.set(JAVA_SHORT, waitScratch + 4, Native.POLLIN);
+      Native.MEMORY.set(JAVA_SHORT, waitScratch + 6, (short) 0);
+      Native.MEMORY.set(JAVA_INT, waitScratch + 8, wakeFd);
+      Native.MEMORY.set(JAVA_SHORT, waitScratch + 12, Native.POLLIN);
+      Native.MEMORY.set(JAVA_SHORT, waitScratch + 14, (short) 0);
+      long bounded = Math.max(1, timeoutNanos);
+      Native.MEMORY.set(JAVA_LONG, waitScratch + 16, bounded / 1_000_000_000L);
+      Native.MEMORY.set(JAVA_LONG, waitScratch + 24, bounded % 1_000_000_000L);
+      int ready = Native.ppoll(waitScratch, 2, waitScratch + 16);
+      if (ready > 0 && Native.MEMORY.get(JAVA_SHORT, waitScratch + 14) != 0) {
+        // Woken by wakeup(): reset the eventfd's counter so the next wait sleeps again.
+        Native.read(wakeFd, waitScratch + 32, 8);
+      }
+      return ready > 0;
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>A {@code ppoll} of the completion queue's wait fd with no timeout: readable while a socket
+   * has bytes the provider has not read.
+   */
+  @Override
+  public boolean incomingPending() {
+    int fd = objects.waitFd;
+    if (closed || fd < 0) {
+      return false;
+    }
+    Native.MEMORY.set(JAVA_INT, waitScratch, fd);
+    Native.MEMORY.set(JAVA_SHORT, waitScratch + 4, Native.POLLIN);
+    Native.MEMORY.set(JAVA_SHORT, waitScratch + 6, (short) 0);
+    Native.MEMORY.set(JAVA_LONG, waitScratch + 16, 0L);
+    Native.MEMORY.set(JAVA_LONG, waitScratch + 24, 0L);
+    return Native.ppoll(waitScratch, 1, waitScratch + 16) > 0;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Writes the eventfd {@link #awaitIncoming} polls besides the queue's wait fd; a no-op once
+   * closed.
+   */
+  @Override
+  public void wakeup() {
+    synchronized (wakeLock) {
+      if (wakeFd >= 0) {
+        Native.write(wakeFd, wakeValue.address(), 8);
+      }
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
    * <p>Fails with a {@link DmaException} once the endpoint is closed. Reads the completion queue
    * once (which is what drives tcp's and shm's progress); any completions of this endpoint's own
    * operations are kept, in order, for the next {@link #reap}, so an endpoint used both as
@@ -1170,6 +1302,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       return;
     }
     closed = true;
+    synchronized (wakeLock) {
+      if (wakeFd >= 0) {
+        Native.closeFd(wakeFd);
+        wakeFd = -1;
+      }
+    }
     // Before fi_close(ep) unmaps the region: from now on no endpoint of this process removes,
     // inserts or posts to this name.
     objects.markSelfClosed();

@@ -86,6 +86,7 @@ public final class LibfabricProvider implements FabricProvider {
   public static EndpointPolicy policyFor(String configuredName) {
     if (!configuredName.startsWith(PREFIX) || providerPart(configuredName).isEmpty()) {
       throw DmaException.fabric(
+          DmaException.Reason.PROVIDER_UNAVAILABLE,
           "provider name \"" + configuredName + "\" is not libfabric:<prov_name>[/<fabric_name>]");
     }
     String rest = configuredName.substring(PREFIX.length());
@@ -108,6 +109,17 @@ public final class LibfabricProvider implements FabricProvider {
   @Override
   public FabricEndpoint open(DmaConfiguration configuration) {
     return LibfabricEndpoint.open(policyFor(configuration.provider()), configuration);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On {@code libfabric:tcp} with a wait fd, so an idle target sleeps until a peer's RMA
+   * arrives; as {@link #open} elsewhere.
+   */
+  @Override
+  public FabricEndpoint openTarget(DmaConfiguration configuration) {
+    return LibfabricEndpoint.open(policyFor(configuration.provider()), configuration, true);
   }
 
   /** {@inheritDoc} */

@@ -118,6 +118,9 @@ public final class FakeEndpoint implements FabricEndpoint {
   // Ops of other endpoints waiting for this (target) endpoint to progress.
   private final List<Awaiting> awaiting = new ArrayList<>();
 
+  /** Set by {@link #wakeup()}, cleared by the wait it ends; guarded by {@link #lock}. */
+  private boolean wakeRequested;
+
   // Op slots, sized by openSlots, so a post allocates nothing.
   private final OpSlots slots = new OpSlots();
   private final CompletionQueue completions = new CompletionQueue();
@@ -265,7 +268,7 @@ public final class FakeEndpoint implements FabricEndpoint {
   public byte[] peerIdentity(byte[] peerAddress) {
     String problem = FakeAddresses.problem(peerAddress, efa);
     if (problem != null) {
-      throw DmaException.fabric(problem);
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, problem);
     }
     return FakeAddresses.identity(peerAddress, efa);
   }
@@ -286,7 +289,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       String problem = FakeAddresses.problem(peerAddress, efa);
       if (problem != null) {
         counts.increment(Counts.INSERT_FAILURES);
-        throw DmaException.fabric(problem);
+        throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, problem);
       }
       if (script.insertFailures > 0) {
         script.insertFailures--;
@@ -650,6 +653,8 @@ public final class FakeEndpoint implements FabricEndpoint {
       } else if (!slots.done[slot] && script.targetProgressRequired) {
         slots.hold[slot] = OpSlots.AWAITING_TARGET;
         target.awaiting.add(new Awaiting(this, slot, index));
+        // Wakes a target sleeping in awaitIncoming (the fabric's endpoints share this lock).
+        lock.notifyAll();
       } else {
         complete(slot);
       }
@@ -928,6 +933,55 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       counts.increment(Counts.PROGRESS_CALLS);
       progressUnlocked();
+    }
+  }
+
+  /** The fake wakes a sleeping target when an operation starts waiting for its progress. */
+  @Override
+  public boolean canAwaitIncoming() {
+    return true;
+  }
+
+  /**
+   * Sleeps until an initiator's operation waits for this endpoint's progress ({@link
+   * FakeScript#targetProgressRequired}), or for at most {@code timeoutNanos}.
+   */
+  @Override
+  public boolean awaitIncoming(long timeoutNanos) {
+    synchronized (lock) {
+      if (wakeRequested) {
+        wakeRequested = false;
+        return false;
+      }
+      if (closed || !awaiting.isEmpty()) {
+        return !closed;
+      }
+      try {
+        // wait(0, 0) would wait forever: never less than a nanosecond.
+        long bounded = Math.max(1, timeoutNanos);
+        lock.wait(bounded / 1_000_000, (int) (bounded % 1_000_000));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      wakeRequested = false;
+      return !awaiting.isEmpty();
+    }
+  }
+
+  /** Whether an initiator's operation waits for this endpoint's progress. */
+  @Override
+  public boolean incomingPending() {
+    synchronized (lock) {
+      return !awaiting.isEmpty();
+    }
+  }
+
+  /** Ends a wait in {@link #awaitIncoming}, or the next one, from any thread. */
+  @Override
+  public void wakeup() {
+    synchronized (lock) {
+      wakeRequested = true;
+      lock.notifyAll();
     }
   }
 

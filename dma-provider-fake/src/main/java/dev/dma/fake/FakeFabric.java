@@ -126,6 +126,7 @@ public final class FakeFabric implements AutoCloseable {
     FakeFabric fabric = find(name);
     if (fabric == null) {
       throw DmaException.fabric(
+          DmaException.Reason.PROVIDER_UNAVAILABLE,
           "no fabric domain named \""
               + name
               + "\"; open fake fabrics: "

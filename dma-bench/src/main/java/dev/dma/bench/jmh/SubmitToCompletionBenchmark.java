@@ -8,7 +8,7 @@ import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
 import dev.dma.core.MemoryRegion;
 import dev.dma.core.PassiveTarget;
-import dev.dma.spi.ExposedRegion;
+import dev.dma.core.TargetRegion;
 import dev.dma.spi.FabricProvider;
 import io.opentelemetry.api.OpenTelemetry;
 import io.opentelemetry.sdk.OpenTelemetrySdk;
@@ -80,7 +80,7 @@ public class SubmitToCompletionBenchmark {
 
   private Arena arena;
   private PassiveTarget target;
-  private ExposedRegion exposed;
+  private TargetRegion exposed;
   private FabricService<ClosedLoop.Slot> service;
   private MemoryRegion region;
   private ClosedLoop loop;

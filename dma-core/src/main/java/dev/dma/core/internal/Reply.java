@@ -65,7 +65,7 @@ public final class Reply<V> {
    * @param abandonedText the text of the error thrown when the reply was abandoned
    * @return the answer
    * @throws DmaException the worker's error, or a {@link DmaException.Kind#FABRIC} error with
-   *     {@code abandonedText}
+   *     {@code abandonedText} and {@link DmaException.Reason#CLOSED} (the answering thread ended)
    */
   public synchronized V await(String abandonedText) {
     boolean interrupted = false;
@@ -82,7 +82,7 @@ public final class Reply<V> {
     return switch (state) {
       case ANSWERED -> value;
       case FAILED -> throw error;
-      default -> throw DmaException.fabric(abandonedText);
+      default -> throw DmaException.fabric(DmaException.Reason.CLOSED, abandonedText);
     };
   }
 }

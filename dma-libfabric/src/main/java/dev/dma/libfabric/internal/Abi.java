@@ -143,6 +143,10 @@ public final class Abi {
   @C("offsetof(struct fi_ops_fabric, domain)")
   public static final long OPS_FABRIC_DOMAIN = 8;
 
+  /** {@code fi_ops_fabric.trywait}: {@code fi_trywait(fabric, fids, count)}. */
+  @C("offsetof(struct fi_ops_fabric, trywait)")
+  public static final long OPS_FABRIC_TRYWAIT = 40;
+
   /** {@code fid_domain.ops}. */
   @C("offsetof(struct fid_domain, ops)")
   public static final long DOMAIN_OPS = 24;
@@ -244,6 +248,18 @@ public final class Abi {
   /** {@code fi_cq_attr.format} (a 4-byte enum). */
   @C("offsetof(struct fi_cq_attr, format)")
   public static final long CQ_ATTR_FORMAT = 16;
+
+  /** {@code fi_cq_attr.wait_obj} (a 4-byte enum). */
+  @C("offsetof(struct fi_cq_attr, wait_obj)")
+  public static final long CQ_ATTR_WAIT_OBJ = 20;
+
+  /** {@code FI_WAIT_FD}: a completion queue whose wait object is a file descriptor. */
+  @C("FI_WAIT_FD")
+  public static final int FI_WAIT_FD = 3;
+
+  /** {@code FI_GETWAIT} (an {@code fi_control} command): the wait object, here the fd. */
+  @C("FI_GETWAIT")
+  public static final int FI_GETWAIT = 5;
 
   /** {@code sizeof(struct fi_av_attr)}. */
   @C("sizeof(struct fi_av_attr)")

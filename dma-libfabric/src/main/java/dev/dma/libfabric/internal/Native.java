@@ -144,6 +144,28 @@ public final class Native {
   private static final MemorySegment STRDUP = libc("strdup");
   private static final MemorySegment FREE = libc("free");
   private static final MemorySegment MALLOC = libc("malloc");
+  private static final MemorySegment PPOLL = libc("ppoll");
+  private static final MemorySegment EVENTFD = libc("eventfd");
+  private static final MemorySegment WRITE = libc("write");
+  private static final MemorySegment READ = libc("read");
+  private static final MemorySegment CLOSE_FD = libc("close");
+
+  /** {@code int f(int, int)}: eventfd. */
+  private static final MethodHandle I_II =
+      handle(FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+
+  /** {@code ssize_t f(int, void*, size_t)}: read, write. */
+  private static final MethodHandle L_ILL =
+      handle(FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG));
+
+  /** {@code int f(int)}: close. */
+  private static final MethodHandle I_I = handle(FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+
+  /** {@code EFD_NONBLOCK | EFD_CLOEXEC} (sys/eventfd.h, Linux x86_64 and AArch64). */
+  private static final int EFD_NONBLOCK_CLOEXEC = 0x800 | 0x80000;
+
+  /** {@code POLLIN} (poll.h; the same value on every Linux architecture). */
+  public static final short POLLIN = 1;
 
   /** {@code dladdr}, in libc since glibc 2.34; NULL where it is not (the path is then unknown). */
   private static final MemorySegment DLADDR =
@@ -463,7 +485,8 @@ public final class Native {
    */
   public static void require() {
     if (UNAVAILABLE != null) {
-      throw dev.dma.api.DmaException.fabric(UNAVAILABLE);
+      throw dev.dma.api.DmaException.fabric(
+          dev.dma.api.DmaException.Reason.PROVIDER_UNAVAILABLE, UNAVAILABLE);
     }
   }
 
@@ -618,6 +641,92 @@ public final class Native {
   public static int getinfo(long node, long flags, long hints, long out) {
     try (var _ = SignalGuard.save()) {
       return (int) I_ILLLLL.invokeExact(FI_GETINFO, API_VERSION, node, 0L, flags, hints, out);
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * {@code ppoll(fds, nfds, timeout, NULL)}: waits for one of the {@code struct pollfd}s at {@code
+   * fds} to be ready, or for {@code timeout} (a {@code struct timespec}).
+   *
+   * @param fds the {@code struct pollfd} array
+   * @param count how many
+   * @param timeout the {@code struct timespec}
+   * @return what ppoll returned: ready descriptors, 0 on timeout, -1 on error (EINTR included)
+   */
+  public static int ppoll(long fds, long count, long timeout) {
+    try {
+      return (int) I_LLLL.invokeExact(PPOLL, fds, count, timeout, 0L);
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * A non-blocking, close-on-exec {@code eventfd}, for waking a thread blocked in {@link #ppoll}.
+   *
+   * @return the fd, or -1 when the kernel refused one
+   */
+  public static int eventfd() {
+    try {
+      return (int) I_II.invokeExact(EVENTFD, 0, EFD_NONBLOCK_CLOEXEC);
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * {@code write(fd, buffer, bytes)}.
+   *
+   * @param fd the descriptor
+   * @param buffer the bytes' address
+   * @param bytes how many
+   * @return what write returned
+   */
+  public static long write(int fd, long buffer, long bytes) {
+    try {
+      return (long) L_ILL.invokeExact(WRITE, fd, buffer, bytes);
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * {@code read(fd, buffer, bytes)}.
+   *
+   * @param fd the descriptor
+   * @param buffer where to put the bytes
+   * @param bytes at most how many
+   * @return what read returned
+   */
+  public static long read(int fd, long buffer, long bytes) {
+    try {
+      return (long) L_ILL.invokeExact(READ, fd, buffer, bytes);
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * {@code close(fd)}.
+   *
+   * @param fd the descriptor
+   * @return what close returned
+   */
+  public static int closeFd(int fd) {
+    try {
+      return (int) I_I.invokeExact(CLOSE_FD, fd);
     } catch (RuntimeException | Error rethrown) {
       throw rethrown;
     } catch (Throwable impossible) {

@@ -40,7 +40,7 @@ public final class EfaAddresses {
    */
   public static void check(byte[] address) {
     if (address == null) {
-      throw DmaException.fabric("peer address is missing");
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, "peer address is missing");
     }
     if (address.length != ADDRESS_BYTES) {
       throw DmaException.fabric(

@@ -151,6 +151,7 @@ public record EfaDecisions(
     }
     if (!problems.isEmpty()) {
       throw DmaException.fabric(
+          DmaException.Reason.PROVIDER_UNAVAILABLE,
           fabric.configuredName()
               + " cannot use what fi_getinfo returned: "
               + String.join("; ", problems));

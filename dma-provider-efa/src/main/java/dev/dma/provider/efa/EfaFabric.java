@@ -299,6 +299,7 @@ public enum EfaFabric {
     Availability now = availability();
     if (!now.available()) {
       throw DmaException.fabric(
+          DmaException.Reason.PROVIDER_UNAVAILABLE,
           "provider \"" + configuredName + "\" is unavailable: " + now.reason());
     }
   }

@@ -22,6 +22,7 @@ final class EfaProviders {
       int length = endpoint.localAddress().length;
       if (length != EfaAddresses.ADDRESS_BYTES) {
         throw DmaException.fabric(
+            DmaException.Reason.PROVIDER_UNAVAILABLE,
             fabric.configuredName()
                 + " endpoint address is "
                 + length

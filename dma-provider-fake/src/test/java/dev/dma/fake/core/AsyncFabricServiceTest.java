@@ -112,7 +112,7 @@ class AsyncFabricServiceTest {
     assertTrue(refused.isDone());
     DmaException closed = failure(refused);
     assertEquals(DmaException.Reason.CLOSED, closed.reason());
-    assertEquals(FabricWorker.WORKER_GONE, closed.getMessage());
+    assertEquals("the service is closed", closed.getMessage());
   }
 
   @Test

@@ -710,12 +710,15 @@ class FabricWorkerTest {
     TransferRequest<Buffer> request = write(1, local(1, 64, 0), false);
     assertFalse(service.submit(request));
     assertEquals(0, service.outstanding());
-    assertEquals(
-        FabricWorker.WORKER_GONE,
-        assertThrows(DmaException.class, () -> service.addPeer(1, ad.address())).getMessage());
-    assertEquals(
-        FabricWorker.WORKER_GONE,
-        assertThrows(DmaException.class, () -> service.register(arena.allocate(64))).getMessage());
+    // A normal close says so, with reason CLOSED; "fabric worker is gone" is for a worker that
+    // failed.
+    for (DmaException closed :
+        List.of(
+            assertThrows(DmaException.class, () -> service.addPeer(1, ad.address())),
+            assertThrows(DmaException.class, () -> service.register(arena.allocate(64))))) {
+      assertEquals("the service is closed", closed.getMessage());
+      assertEquals(DmaException.Reason.CLOSED, closed.reason());
+    }
     service.removePeer(1);
     service.close();
     assertFalse(service.isRunning());

@@ -145,6 +145,16 @@ public final class TcpProvider implements FabricProvider {
     return LibfabricEndpoint.open(policy(), configuration);
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>With a wait fd on its completion queue, so an idle target sleeps until a peer's RMA arrives.
+   */
+  @Override
+  public FabricEndpoint openTarget(DmaConfiguration configuration) {
+    return LibfabricEndpoint.open(policy(), configuration, true);
+  }
+
   /** {@inheritDoc} */
   @Override
   public List<String> discoverDomains(DmaConfiguration configuration) {

@@ -169,7 +169,7 @@ public final class LocalRegions implements AutoCloseable {
     }
     long end = address + lengthBytes;
     if (address < 0 || lengthBytes < 0 || end < address) {
-      throw DmaException.fabric("local operand range overflows");
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, "local operand range overflows");
     }
     Registration hit = registry.covering(this, address, end, claim);
     if (hit != null) {
@@ -233,7 +233,7 @@ public final class LocalRegions implements AutoCloseable {
       return;
     }
     if (base < 0 || lengthBytes < 0 || base + lengthBytes < base) {
-      throw DmaException.fabric("pinned region range overflows");
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, "pinned region range overflows");
     }
     checkLength(lengthBytes);
     registry.open(claim, base, base + lengthBytes, false);
@@ -384,7 +384,7 @@ public final class LocalRegions implements AutoCloseable {
   private static void checkLength(long lengthBytes) {
     if (lengthBytes == 0) {
       // fi_mr_reg rejects an empty range; saying so is clearer than its EINVAL.
-      throw DmaException.fabric("cannot register 0 bytes");
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, "cannot register 0 bytes");
     }
   }
 

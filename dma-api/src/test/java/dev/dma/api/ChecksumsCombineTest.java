@@ -1,4 +1,4 @@
-package dev.dma.core;
+package dev.dma.api;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -11,9 +11,9 @@ import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** {@link Crc32c#combine} against {@link CRC32C} over the concatenation. */
+/** {@link Checksums#crc32cCombine} against {@link CRC32C} over the concatenation. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class Crc32cTest {
+class ChecksumsCombineTest {
   private static int crc(byte[] bytes, int offset, int length) {
     CRC32C crc = new CRC32C();
     crc.update(bytes, offset, length);
@@ -31,7 +31,8 @@ class Crc32cTest {
           continue;
         }
         int combined =
-            Crc32c.combine(crc(bytes, 0, split), crc(bytes, split, length - split), length - split);
+            Checksums.crc32cCombine(
+                crc(bytes, 0, split), crc(bytes, split, length - split), length - split);
         assertEquals(crc(bytes, 0, length), combined, "length " + length + " split " + split);
       }
     }
@@ -45,7 +46,7 @@ class Crc32cTest {
     int combined = crc(bytes, 0, Math.min(chunk, bytes.length));
     for (int offset = chunk; offset < bytes.length; offset += chunk) {
       int length = Math.min(chunk, bytes.length - offset);
-      combined = Crc32c.combine(combined, crc(bytes, offset, length), length);
+      combined = Checksums.crc32cCombine(combined, crc(bytes, offset, length), length);
     }
     assertEquals(crc(bytes, 0, bytes.length), combined);
   }
@@ -54,8 +55,8 @@ class Crc32cTest {
   void theEmptySecondRangeChangesNothingAndKnownValuesHold() {
     byte[] digits = "123456789".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     assertEquals(0xE3069283, crc(digits, 0, 9));
-    assertEquals(0xE3069283, Crc32c.combine(0xE3069283, 0, 0));
-    assertEquals(0xE3069283, Crc32c.combine(crc(digits, 0, 4), crc(digits, 4, 5), 5));
+    assertEquals(0xE3069283, Checksums.crc32cCombine(0xE3069283, 0, 0));
+    assertEquals(0xE3069283, Checksums.crc32cCombine(crc(digits, 0, 4), crc(digits, 4, 5), 5));
   }
 
   /** Bit 29 of a length is the first whose power of x (8n = 2^32) leaves one table cycle. */
@@ -120,13 +121,13 @@ class Crc32cTest {
       assertEquals(ZEROS_CRC[t], whole, "the JDK's CRC of " + total + " zero bytes");
       assertEquals(
           DIGITS_THEN_ZEROS_CRC[t],
-          Crc32c.combine(digitsCrc, whole, total),
+          Checksums.crc32cCombine(digitsCrc, whole, total),
           "\"123456789\" then " + total + " zero bytes");
       for (long first : splits[t]) {
         long second = total - first;
         assertEquals(
             whole,
-            Crc32c.combine(zeros.get(first), zeros.get(second), second),
+            Checksums.crc32cCombine(zeros.get(first), zeros.get(second), second),
             total + " zero bytes split at " + first);
       }
     }
@@ -144,8 +145,8 @@ class Crc32cTest {
       long b = random.nextLong(1, Long.MAX_VALUE / 2);
       int c = random.nextInt();
       assertEquals(
-          Crc32c.combine(c, 0, a + b),
-          Crc32c.combine(Crc32c.combine(c, 0, a), 0, b),
+          Checksums.crc32cCombine(c, 0, a + b),
+          Checksums.crc32cCombine(Checksums.crc32cCombine(c, 0, a), 0, b),
           "a " + a + " b " + b);
     }
   }
