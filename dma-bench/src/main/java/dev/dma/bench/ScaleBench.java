@@ -211,7 +211,16 @@ final class ScaleBench {
         List<Row> rows = new ArrayList<>();
         String limit = "";
         int have = 0;
+        String idle = hosts.stats();
+        long clientBase = idle.isEmpty() ? 0 : Long.parseLong(idle.split(" ")[0]);
         for (int n : options.clients()) {
+          String tooBig = predictMemory(hosts, clientBase, have, n, options.processes());
+          if (!tooBig.isEmpty()) {
+            limit = tooBig;
+            err.println("dma-bench scale: stopped at " + have + " clients: " + limit);
+            err.flush();
+            break;
+          }
           Added added = addClients(hosts, service, scale, have, n);
           have = added.reached;
           if (added.reached < n) {
@@ -226,6 +235,43 @@ final class ScaleBench {
         return new Outcome(fabric, rows, limit, null, 0, scale.integrity());
       }
     }
+  }
+
+  /**
+   * Why growing from {@code have} to {@code n} clients would exhaust memory, or empty: the client
+   * processes' resident memory per client so far (above {@code base}, theirs with no client), times
+   * {@code n}, against a quarter of the RAM per process (tcp;ofi_rxm holds about 23 MB per
+   * connected endpoint; 1,024 of them in one process once took 24 GB and the kernel's OOM killer
+   * ended it).
+   */
+  private static String predictMemory(
+      ClientHosts hosts, long base, int have, int n, int processes) {
+    String stats = have == 0 ? "" : hosts.stats();
+    if (stats.isEmpty() || processes == 0) {
+      return "";
+    }
+    long rss = Math.max(0, Long.parseLong(stats.split(" ")[0]) - base);
+    long predicted = (base + rss / have * n) / processes;
+    long bound = physicalMemory() / 4;
+    if (predicted <= bound) {
+      return "";
+    }
+    return String.format(
+        Locale.ROOT,
+        "%,d clients would need about %,d MiB per client process (%,d KiB per client so far),"
+            + " past a quarter of the RAM (%,d MiB); use more --processes on more memory",
+        n,
+        predicted >> 20,
+        rss / have >> 10,
+        bound >> 20);
+  }
+
+  static long physicalMemory() {
+    if (java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+        instanceof com.sun.management.OperatingSystemMXBean os) {
+      return os.getTotalMemorySize();
+    }
+    return 8L << 30;
   }
 
   /** Clients added for one N: how far it got, and the {@code addPeer} times. */

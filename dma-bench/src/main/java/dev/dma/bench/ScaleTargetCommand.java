@@ -44,6 +44,10 @@ public final class ScaleTargetCommand implements Callable<Integer> {
   @Option(names = "--slots", required = true)
   int slots;
 
+  /** Resident bytes past which the child opens no more endpoints; 0 is a quarter of the RAM. */
+  @Option(names = "--memory-limit")
+  long memoryLimit;
+
   /** Created by picocli. */
   public ScaleTargetCommand() {}
 
@@ -62,23 +66,42 @@ public final class ScaleTargetCommand implements Callable<Integer> {
       out.flush();
       BufferedReader in =
           new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+      long limit = memoryLimit > 0 ? memoryLimit : ScaleBench.physicalMemory() / 4;
       String line;
       while ((line = in.readLine()) != null) {
         String[] words = line.split(" ");
         switch (words[0]) {
           case "ADD" -> {
             int slot = Integer.parseInt(words[1]);
-            try {
-              Advertisement ad = farm.add(slot);
+            long rss = ProcessStats.readRss();
+            if (rss > limit) {
+              // tcp;ofi_rxm was measured at about 23 MB per endpoint (its buffer pools): without
+              // this bound 1,024 of them took 24 GB and the kernel's OOM killer ended the child.
               out.println(
-                  "AD "
+                  "ERR "
                       + slot
-                      + " "
-                      + String.join(" ", ad.toFields().subList(0, Advertisement.FIELD_COUNT))
-                      + " "
-                      + ad.lengthBytes());
-            } catch (RuntimeException e) {
-              out.println("ERR " + slot + " " + String.valueOf(e.getMessage()).replace('\n', ' '));
+                      + " the client process holds "
+                      + rss / (1 << 20)
+                      + " MiB with "
+                      + farm.size()
+                      + " endpoints, past its bound of "
+                      + limit / (1 << 20)
+                      + " MiB (a quarter of the RAM): fewer clients, or more --processes on more"
+                      + " memory");
+            } else {
+              try {
+                Advertisement ad = farm.add(slot);
+                out.println(
+                    "AD "
+                        + slot
+                        + " "
+                        + String.join(" ", ad.toFields().subList(0, Advertisement.FIELD_COUNT))
+                        + " "
+                        + ad.lengthBytes());
+              } catch (RuntimeException e) {
+                out.println(
+                    "ERR " + slot + " " + String.valueOf(e.getMessage()).replace('\n', ' '));
+              }
             }
           }
           case "REMOVE" -> {
