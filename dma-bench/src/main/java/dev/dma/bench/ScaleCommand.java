@@ -19,14 +19,14 @@ import picocli.CommandLine.Spec;
 @Command(
     name = "scale",
     mixinStandardHelpOptions = true,
-    description = {
-      "One server (a FabricService in this JVM) and N clients, each a passive endpoint of its own,",
-      "held by child processes on one domain each and progressed by one thread per process. Per N:",
-      "addPeer time, first-transfer latency, transfers/s over all N against the first 64 measured",
-      "alternately, p50/p99, server heap, RSS per peer and fds. With --churn: clients leave and",
-      "rejoin under load; failures on live and on leaving clients are counted apart, and every",
-      "transfer is checked for exactly one completion and the right bytes (written, read back)."
-    })
+    description =
+        "One server (a FabricService in this JVM) and N clients, each a passive endpoint of its"
+            + " own, held by child processes on one domain each and progressed by one thread per"
+            + " process. Per N: addPeer time, first-transfer latency, transfers/s over all N"
+            + " against the first 64 measured alternately, p50/p99, server heap and RSS per peer,"
+            + " fds. With --churn: clients leave and rejoin under load; failures on live and on"
+            + " leaving clients are counted apart, and every transfer is checked for exactly one"
+            + " completion and the right bytes (written, then read back).")
 public final class ScaleCommand implements Callable<Integer> {
   /** Endpoints per client process when --processes is not given. */
   static final int DEFAULT_PER_PROCESS = 4096;
