@@ -16,6 +16,8 @@ import java.util.List;
  * write (the C anchor's target exposes one buffer the same way).
  *
  * <p>Ownership: {@link #close()} closes the regions, the targets and the memory, in that order.
+ * Threads: {@link #close()} is idempotent and may be called from two threads at once (a child's
+ * {@link ParentWatch} and its main thread); the second waits for the first.
  */
 final class LocalTargets implements AutoCloseable {
   private final Arena arena = Arena.ofShared();
@@ -23,6 +25,7 @@ final class LocalTargets implements AutoCloseable {
   private final List<TargetRegion> regions = new ArrayList<>();
   private final List<Control.TargetAd> ads = new ArrayList<>();
   private final String fabric;
+  private boolean closed;
 
   LocalTargets(
       DmaConfiguration configuration, FabricProvider provider, int count, long lengthBytes) {
@@ -63,7 +66,11 @@ final class LocalTargets implements AutoCloseable {
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
     for (TargetRegion region : regions) {
       region.close();
     }

@@ -11,8 +11,8 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParseResult;
 
 /**
- * The {@code dma-bench} command: {@code run} (the default), {@code info}, {@code serve} and {@code
- * target}. {@code bin/dma-bench} at the repository root builds and starts it.
+ * The {@code dma-bench} command: {@code run} (the default), {@code info}, {@code serve}, {@code
+ * target} and {@code scale}. {@code bin/dma-bench} at the repository root builds and starts it.
  */
 @Command(
     name = "dma-bench",
@@ -28,6 +28,8 @@ import picocli.CommandLine.ParseResult;
       InfoCommand.class,
       ServeCommand.class,
       TargetCommand.class,
+      ScaleCommand.class,
+      ScaleTargetCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {
@@ -38,7 +40,18 @@ public final class Main implements Runnable {
   public static final int USAGE = 2;
 
   private static final Set<String> TOP_LEVEL =
-      Set.of("-h", "--help", "-V", "--version", "run", "info", "serve", "target", "help");
+      Set.of(
+          "-h",
+          "--help",
+          "-V",
+          "--version",
+          "run",
+          "info",
+          "serve",
+          "target",
+          "scale",
+          "scale-target",
+          "help");
 
   /** Created by picocli. */
   public Main() {}

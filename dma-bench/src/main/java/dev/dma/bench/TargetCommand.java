@@ -108,25 +108,6 @@ public final class TargetCommand implements Callable<Integer> {
       throw new ParameterException(
           spec.commandLine(), "--listen wants a numeric port: \"" + listen + "\"");
     }
-    if (exitWithParent) {
-      Thread watcher =
-          new Thread(
-              () -> {
-                try {
-                  while (System.in.read() >= 0) {
-                    // The parent never writes; EOF means it is gone.
-                  }
-                } catch (IOException ignored) {
-                  // Same: the parent is gone.
-                }
-                // Runtime.halt: the parent is gone, nobody reads our output, and closing endpoints
-                // in shutdown hooks could hang on a peer that no longer exists.
-                Runtime.getRuntime().halt(0);
-              },
-              "dma-bench-parent-watch");
-      watcher.setDaemon(true);
-      watcher.start();
-    }
     var configuration = Bench.configuration(provider, bind, 1);
     if (targetIdle != null) {
       configuration =
@@ -140,6 +121,9 @@ public final class TargetCommand implements Callable<Integer> {
     FabricProvider chosen = FabricProviders.select(configuration);
     try (LocalTargets targets = new LocalTargets(configuration, chosen, clients, bufferBytes);
         ServerSocket server = new ServerSocket()) {
+      if (exitWithParent) {
+        ParentWatch.start(() -> shutDown(server, targets));
+      }
       server.setReuseAddress(true);
       server.bind(new InetSocketAddress(host, port));
       String shown = host;
@@ -189,5 +173,18 @@ public final class TargetCommand implements Callable<Integer> {
           });
     }
     return 0;
+  }
+
+  /**
+   * Stops serving, then closes the endpoints: an shm endpoint unlinks its {@code
+   * /dev/shm/<pid>:...} file only when it is closed, and halting first left it behind (issue 19).
+   */
+  private static void shutDown(ServerSocket server, LocalTargets targets) {
+    try {
+      server.close();
+    } catch (IOException ignored) {
+      // Closing the endpoints matters more.
+    }
+    targets.close();
   }
 }

@@ -1,0 +1,182 @@
+package dev.dma.bench.jmh;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.BatchCompleter;
+import dev.dma.api.Completion;
+import dev.dma.api.Direction;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.Operands;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricService;
+import java.lang.foreign.Arena;
+import java.lang.management.ManagementFactory;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * The core's per-transfer cost against the number of clients (issue 21, item 3): one {@link
+ * FabricService} over an {@link InstantEndpoint} (every post completes at once, nothing kept per
+ * peer), {@code window} transfers in flight, each resubmitted from the completer to the next client
+ * in turn, so every transfer looks up a different peer. The score is per transfer; it should not
+ * grow with {@code clients}. Setup prints the heap per peer ({@code addPeer} of every client, after
+ * a collection before and after).
+ *
+ * <p>Requests are built once per client, so the benchmark allocates nothing per transfer itself.
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xmx2g", "--enable-native-access=ALL-UNNAMED"})
+public class ManyClientsBenchmark {
+  static final int TRANSFERS = 200_000;
+
+  /** Clients, each with its own 16-byte address. */
+  @Param({"1", "1000", "100000"})
+  public int clients;
+
+  /** Transfers kept outstanding. */
+  @Param({"64"})
+  public int window;
+
+  private Arena arena;
+  private FabricService<Operands> service;
+  private RoundRobin loop;
+
+  /** The benchmark's state, created by JMH. */
+  public ManyClientsBenchmark() {}
+
+  /** Starts the service, builds every client's request and adds every peer. */
+  @Setup(Level.Trial)
+  public void setUp() {
+    DmaConfiguration configuration =
+        DmaConfiguration.builder().providers("fake").maxInFlight(window).build();
+    arena = Arena.ofShared();
+    Operands operands = Operands.of(arena.allocate(64, 64));
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    TransferRequest<Operands>[] requests = new TransferRequest[clients];
+    for (int i = 0; i < clients; i++) {
+      byte[] address = new byte[16];
+      address[0] = (byte) 0xfe;
+      address[8] = (byte) i;
+      address[9] = (byte) (i >>> 8);
+      address[10] = (byte) (i >>> 16);
+      requests[i] =
+          TransferRequest.of(
+              i + 1, new Advertisement(address, 7, 4096, 64), Direction.TO_PEER, operands);
+    }
+    loop = new RoundRobin(requests);
+    service =
+        FabricService.<Operands>builder(configuration)
+            .provider(new InstantEndpoint.Provider())
+            .completer(loop)
+            .start();
+    loop.service = service;
+    long before = heap();
+    for (int i = 0; i < clients; i++) {
+      service.addPeer(i + 1, requests[i].peerAddress());
+    }
+    long after = heap();
+    System.out.printf(
+        "%nclients %d: heap per peer %d B (%d B for all)%n",
+        clients, (after - before) / clients, after - before);
+  }
+
+  private static long heap() {
+    System.gc();
+    return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+  }
+
+  /**
+   * {@value #TRANSFERS} transfers, {@code window} deep, round robin over the clients.
+   *
+   * @return transfers completed
+   * @throws InterruptedException never in practice
+   */
+  @Benchmark
+  @OperationsPerInvocation(TRANSFERS)
+  public long transfers() throws InterruptedException {
+    return loop.run(TRANSFERS, window);
+  }
+
+  /** Closes the service. */
+  @TearDown(Level.Trial)
+  public void tearDown() {
+    service.close();
+    arena.close();
+  }
+
+  /** Resubmits every completion to the next client until the count is reached. */
+  private static final class RoundRobin implements BatchCompleter<Operands> {
+    private final TransferRequest<Operands>[] requests;
+    FabricService<Operands> service;
+    private int next;
+    private long left;
+    private long outstanding;
+    private long failed;
+
+    RoundRobin(TransferRequest<Operands>[] requests) {
+      this.requests = requests;
+    }
+
+    synchronized long run(long transfers, int window) throws InterruptedException {
+      left = transfers;
+      failed = 0;
+      for (int i = 0; i < window && left > 0; i++) {
+        submitNext();
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (outstanding > 0 && System.nanoTime() < deadline) {
+        wait(100);
+      }
+      if (failed > 0 || outstanding > 0) {
+        throw new IllegalStateException(failed + " failed, " + outstanding + " outstanding");
+      }
+      return transfers;
+    }
+
+    private void submitNext() {
+      left--;
+      outstanding++;
+      TransferRequest<Operands> request = requests[next];
+      next = next + 1 == requests.length ? 0 : next + 1;
+      if (!service.submit(request)) {
+        outstanding--;
+        failed++;
+      }
+    }
+
+    @Override
+    public synchronized void complete(List<Completion<Operands>> batch) {
+      for (int i = 0, n = batch.size(); i < n; i++) {
+        outstanding--;
+        if (!batch.get(i).outcome().isDone()) {
+          failed++;
+        }
+        if (left > 0) {
+          submitNext();
+        }
+      }
+      if (outstanding == 0) {
+        notifyAll();
+      }
+    }
+  }
+}
