@@ -34,8 +34,8 @@ class ShmConformanceTest extends ConformanceSuite {
 
   /**
    * shm up to 2.4 never completes a write whose key the target refuses, so the completion deadline
-   * fails it; from 2.5 dma's verification read finds the refusal (shm itself reports the write
-   * done).
+   * fails it; from 2.5 dma's write check (a fetching atomic) finds the refusal (shm itself reports
+   * the write done).
    */
   @Override
   protected DmaException.Reason refusedAccessReason() {
@@ -44,9 +44,13 @@ class ShmConformanceTest extends ConformanceSuite {
         : DmaException.Reason.DEADLINE;
   }
 
-  /** shm trusts every local peer: a write to a region exposed read-only lands. */
+  /**
+   * shm refuses a write into a region exposed read-only, the way it refuses a wrong key: it never
+   * completes up to 2.4 (so the completion deadline fails it, see {@link #refusedAccessReason()})
+   * and is found by dma's write check from 2.5; reads still ignore keys and bounds.
+   */
   @Override
   protected boolean enforcesAccess() {
-    return false;
+    return true;
   }
 }

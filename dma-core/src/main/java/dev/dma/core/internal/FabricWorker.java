@@ -128,6 +128,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private int inFlight;
 
   private final ArrayDeque<Op<T>> pending = new ArrayDeque<>();
+  // Ops a post pass could not post (refused, held, or behind a refusal of their client), put back
+  // at the head of the queue when the pass ends, in their order: a refused op keeps its place
+  // ahead of those queued after it, so ops sharing a peer are posted first come, first served.
+  private final ArrayDeque<Op<T>> deferred = new ArrayDeque<>();
   private final ArrayDeque<Op<T>> spareOps = new ArrayDeque<>();
   // Outstanding (queued or in-flight) ops per client, and whether its peer is to be released once
   // that count hits 0. Counting from intake rather than posting stops a removal slipping between a
@@ -548,6 +552,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       client.outstanding = 0;
       client.removalPending = false;
       client.refusedInPass = passes - 1;
+      client.movedNs = now;
+      client.inFlight = 0;
       clients.put(clientId, client);
     }
     return client;
@@ -578,7 +584,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         // full per-peer queue; on shm 2.x one segmented transfer per peer at a time), and each
         // refused call costs the pass time that reaping and the target's progress need. It keeps
         // its place among the client's ops and is tried next pass.
-        pending.addLast(op);
+        deferred.addLast(op);
         continue;
       }
       int code;
@@ -600,6 +606,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       } else {
         postFailed(op, code);
       }
+    }
+    while (!deferred.isEmpty()) {
+      pending.addFirst(deferred.pollLast());
     }
     return posted;
   }
@@ -627,15 +636,22 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     // Also while closing: a connection still being set up answers -FI_EAGAIN too, so a stalled op
     // keeps its chance until the deadline, which bounds how long close() waits.
     String why = null;
+    // Counted from the later of its first refusal and the last sign of life of its client (a post
+    // accepted, a completion reaped): a client whose other transfers move is not stuck, however
+    // long its queue at the peer.
+    long since = Math.max(op.stalledSinceNs, op.client.movedNs);
     if (inFlight == 0) {
-      if (now - Math.max(op.stalledSinceNs, idleSinceNs) >= progressDeadlineNs) {
+      if (now - Math.max(since, idleSinceNs) >= progressDeadlineNs) {
         why =
             "no post to it was accepted for "
                 + DurationFormat.format(Duration.ofNanos(progressDeadlineNs))
                 + " with nothing else in flight: its connection could not be set up, or its"
                 + " queue stayed full (peer gone, stopped or not accepting)";
       }
-    } else if (now - op.stalledSinceNs >= stallBoundNs && !completionDeadline.recovering()) {
+    } else if (op.client.inFlight == 0
+        && now - since >= stallBoundNs
+        && !completionDeadline.recovering()) {
+      // With ops of its own in flight, the client is judged by their completion deadline instead.
       why =
           "no post to it was accepted for "
               + DurationFormat.format(Duration.ofNanos(stallBoundNs))
@@ -643,7 +659,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
               + " progressing)";
     }
     if (why == null) {
-      pending.addLast(op);
+      deferred.addLast(op);
       return;
     }
     String text = clientText(op.client.id, op.request.peerAddress()) + ": " + why;
@@ -710,7 +726,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       op.stalledSinceNs = now;
     }
     if (inFlight > 0 && now - op.stalledSinceNs < progressDeadlineNs) {
-      pending.addLast(op);
+      deferred.addLast(op);
       return;
     }
     failUnposted(
@@ -794,6 +810,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       // handed to the provider.
       op.slot = slot;
       op.posts++;
+      op.client.movedNs = now;
+      op.client.inFlight++;
       // Not yet seen by a deadline scan: the first scan after the post stamps it with the clock
       // reading that followed it (see checkDeadlines), so the coarse clock's lag can never make
       // it expire early.
@@ -848,6 +866,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     if (op == null) {
       return;
     }
+    op.client.movedNs = now;
+    op.client.inFlight--;
     // A success stands even for an op that passed its deadline: it did land, late.
     DmaException error = null;
     if (failed != null) {
@@ -1181,14 +1201,22 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
             0,
             null);
     deadPeers.put(clientId, new DeadMark(address.clone(), unreachable));
-    for (var queued = pending.iterator(); queued.hasNext(); ) {
+    failQueued(pending, clientId, address, unreachable);
+    // Mid-pass, the ops this pass already put aside are queued too.
+    failQueued(deferred, clientId, address, unreachable);
+    return true;
+  }
+
+  /** Fails the ops of {@code queue} sent to the incarnation (client id and address). */
+  private void failQueued(
+      ArrayDeque<Op<T>> queue, long clientId, byte[] address, DmaException unreachable) {
+    for (var queued = queue.iterator(); queued.hasNext(); ) {
       Op<T> op = queued.next();
       if (op.client.id == clientId && Arrays.equals(op.request.peerAddress(), address)) {
         queued.remove();
         failUnposted(op, unreachable);
       }
     }
-    return true;
   }
 
   /**
@@ -1228,6 +1256,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       slots[slot] = null;
       freeSlots[freeSlotCount++] = slot;
       inFlight = Math.max(0, inFlight - 1);
+      op.client.inFlight--;
       DmaException dead = deadFor(op);
       if (op.expired) {
         finishReaped(op, expiredError(op));
@@ -1466,6 +1495,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     boolean removalPending;
     // The worker pass in which a post to this client last answered -FI_EAGAIN.
     int refusedInPass;
+    // When a post of this client was last accepted or a completion of it reaped (coarse clock).
+    long movedNs;
+    // Its ops posted and not yet reaped.
+    int inFlight;
   }
 
   /**
