@@ -622,10 +622,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * peer is dead. A full transmit queue is not a dead peer: while other transfers are in flight,
    * their completions free what the provider is short of (a burst to one peer fills its queue; a
    * dead shm neighbour holds shm's command slots until the completion deadline recovers them), so
-   * the op waits, up to the completion deadline ({@link #stallBoundNs}), and never while an expired
-   * transfer awaits its recovery. With nothing in flight, nothing of ours can be what the provider
-   * waits for: refused for the progress deadline then, the peer cannot be reached (its connection
-   * cannot be set up, or its queue stays full).
+   * the op waits. It fails only when its client has nothing in flight (else their completion
+   * deadline judges it) and has had no post accepted nor completion reaped for the completion
+   * deadline ({@link #stallBoundNs}), and never while an expired transfer awaits its recovery. With
+   * nothing in flight at all, nothing of ours can be what the provider waits for: refused for the
+   * progress deadline then, the peer cannot be reached (its connection cannot be set up, or its
+   * queue stays full).
    */
   private void stalled(Op<T> op, int code) {
     if (!op.stalled) {
