@@ -705,7 +705,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
             -code,
             0,
             null));
-    if (reason == DmaException.Reason.PEER_UNREACHABLE && deadPeers.get(clientId) == null) {
+    if (reason == DmaException.Reason.PEER_UNREACHABLE) {
+      // markDead decides per incarnation: a mark left by an older address does not stop this one.
       markDead(clientId, address, text);
     }
   }

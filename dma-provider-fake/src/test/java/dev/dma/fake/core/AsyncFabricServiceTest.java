@@ -237,10 +237,22 @@ class AsyncFabricServiceTest {
         local.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
       }
       Buffer source = new Buffer(1, local);
+      // Hold the executor until the stage is attached: a future completed before thenApply would
+      // run the stage on this thread instead, whatever executor completed it.
+      java.util.concurrent.CountDownLatch attached = new java.util.concurrent.CountDownLatch(1);
+      executor.execute(
+          () -> {
+            try {
+              attached.await(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          });
       CompletableFuture<String> stage =
           service
               .transfer(TransferRequest.write(1, bigAd, source).withChecksum(Checksum.CRC32C))
               .thenApply(done -> Thread.currentThread().getName() + " " + done.chunks());
+      attached.countDown();
       assertEquals("user-stages 2", stage.get(10, TimeUnit.SECONDS));
       assertEquals(-1, big.asSlice(0, length).mismatch(local), "the striped write landed whole");
 
