@@ -273,6 +273,19 @@ public interface FabricEndpoint extends AutoCloseable {
   }
 
   /**
+   * How many of the peers' RMA operations this endpoint has served so far, for an endpoint that
+   * cannot {@linkplain #canAwaitIncoming() await} them: the activity signal that keeps a busy
+   * {@code PassiveTarget} spinning, and lets an idle one nap in short sleeps instead of yielding a
+   * whole core. Only the change between two reads matters. Cheap (about a progress call), called by
+   * the owner thread only.
+   *
+   * @return the count, or -1 when the provider cannot count them (the default)
+   */
+  default long incomingServed() {
+    return -1;
+  }
+
+  /**
    * Ends an {@link #awaitIncoming} in progress, or makes the next one return at once. The one
    * method of an endpoint any thread may call, also concurrently with its owner and after {@link
    * #close()} (then it does nothing).

@@ -1,6 +1,7 @@
 package dev.dma.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.DmaConfiguration;
@@ -53,6 +54,66 @@ class PassiveTargetIdleTest {
       if (thread != null) {
         LockSupport.unpark(thread);
       }
+    }
+  }
+
+  /**
+   * An endpoint with no wait object but a count of served RMA, as shm: while {@link #streaming},
+   * each progress call serves one more.
+   */
+  private static final class CountingEndpoint extends LoopbackTestEndpoint {
+    volatile boolean streaming;
+    private long served;
+
+    @Override
+    public void progress() {
+      if (streaming) {
+        served++;
+      }
+    }
+
+    @Override
+    public long incomingServed() {
+      return served;
+    }
+  }
+
+  /** The CPU time, in nanoseconds, the target thread {@code id} uses over {@code millis}. */
+  private static long cpuOver(long id, long millis) throws InterruptedException {
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    long first = threads.getThreadCpuTime(id);
+    Thread.sleep(millis);
+    return threads.getThreadCpuTime(id) - first;
+  }
+
+  @Test
+  void withoutAWaitObjectAnIdleTargetNapsAndAServingOneSpins() throws Exception {
+    CountingEndpoint endpoint = new CountingEndpoint();
+    Set<Long> before = targetThreads();
+    try (PassiveTarget _ =
+        PassiveTarget.builder(DmaConfiguration.defaults()).provider(endpoint.provider()).start()) {
+      long id = onlyNew(before);
+      Thread.sleep(200); // past the spin and yield phases
+      long idle = cpuOver(id, 2_000);
+      assertTrue(idle < 40_000_000L, "an idle target used " + idle / 1e6 + " ms of CPU in 2 s");
+      Thread thread = null;
+      for (Thread each : Thread.getAllStackTraces().keySet()) {
+        if (each.threadId() == id) {
+          thread = each;
+        }
+      }
+      assertNotNull(thread);
+      endpoint.streaming = true;
+      Thread.sleep(100);
+      // A napping thread is parked (TIMED_WAITING) most of the time; a spinning one never is.
+      int parked = 0;
+      for (int i = 0; i < 500; i++) {
+        if (thread.getState() == Thread.State.TIMED_WAITING) {
+          parked++;
+        }
+        Thread.sleep(1);
+      }
+      assertTrue(parked < 100, "a serving target was napping in " + parked + " of 500 samples");
     }
   }
 

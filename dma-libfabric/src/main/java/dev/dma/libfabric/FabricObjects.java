@@ -86,6 +86,16 @@ final class FabricObjects {
   /** {@code fi_trywait}, read with {@link #waitFd}. */
   MemorySegment fnTrywait = MemorySegment.NULL;
 
+  /**
+   * A passive target's counter of the peers' RMA it served ({@code FI_REMOTE_WRITE |
+   * FI_REMOTE_READ} bound to the endpoint), or 0: opened only for a target without a {@link
+   * #waitFd}, as its activity signal ({@link LibfabricEndpoint#incomingServed}).
+   */
+  long cntr;
+
+  /** {@code fi_cntr_read}, with {@link #cntr}. */
+  MemorySegment fnCntrRead = MemorySegment.NULL;
+
   /** The endpoint's name ({@code fi_getname}); a reset changes it (tcp binds a new port). */
   byte[] localAddress = new byte[0];
 
@@ -267,6 +277,9 @@ final class FabricObjects {
     check("fi_ep_bind(av)", rc);
     rc = (int) Native.I_LLL.invokeExact(fnBind, ep, cq, Abi.FI_TRANSMIT | Abi.FI_RECV);
     check("fi_ep_bind(cq)", rc);
+    if (forTarget && waitFd < 0 && SHM.equals(facts.providerName())) {
+      bindServedCounter(domainOps, fnBind, out);
+    }
     rc =
         (int)
             Native.I_LIL.invokeExact(
@@ -301,6 +314,35 @@ final class FabricObjects {
    */
   static boolean wakesOnIncoming(String providerName) {
     return providerName.equals("tcp") || providerName.equals("net");
+  }
+
+  /**
+   * Opens a counter and binds it to the endpoint for the peers' writes and reads it serves, so a
+   * target that has no wait object can still tell that traffic is flowing. shm counts them as its
+   * progress handles each command (prov/shm/src/smr_comp.c, {@code smr_complete_rx}), and was seen
+   * counting on 1.17, 2.1 and 2.6. shm only: a counter that a provider accepts but never moves
+   * (efa's RDMA writes need no progress at the target, so may count nothing) would make a busy
+   * target nap between transfers. A refusal leaves the target without the signal: it then spins and
+   * yields as before.
+   */
+  private void bindServedCounter(long domainOps, MemorySegment fnBind, MemorySegment out)
+      throws Throwable {
+    MemorySegment attr = arena.allocate(Abi.CNTR_ATTR_BYTES, 8);
+    try {
+      cntr = openOnDomain(domainOps, Abi.OPS_DOMAIN_CNTR_OPEN, "fi_cntr_open", attr, out);
+      int rc =
+          (int)
+              Native.I_LLL.invokeExact(fnBind, ep, cntr, Abi.FI_REMOTE_WRITE | Abi.FI_REMOTE_READ);
+      check("fi_ep_bind(cntr, FI_REMOTE_WRITE | FI_REMOTE_READ)", rc);
+      fnCntrRead =
+          Native.function(Native.word(cntr + Abi.CNTR_OPS), Abi.OPS_CNTR_READ, "fi_cntr_read");
+    } catch (DmaException refused) {
+      LOG.log(
+          System.Logger.Level.DEBUG,
+          "no counter of served RMA for a passive target: " + refused.getMessage());
+      fnCntrRead = MemorySegment.NULL;
+      cntr = closeLogged("fi_close(cntr)", cntr);
+    }
   }
 
   /** The completion queue's wait fd ({@code fi_control(FI_GETWAIT)}) and {@code fi_trywait}. */
@@ -375,6 +417,8 @@ final class FabricObjects {
         LOG.log(System.Logger.Level.ERROR, endpointFailure);
       }
     }
+    fnCntrRead = MemorySegment.NULL;
+    cntr = closeLogged("fi_close(cntr)", cntr);
     cq = closeLogged("fi_close(cq)", cq);
     av = closeLogged("fi_close(av)", av);
     return endpointFailure;

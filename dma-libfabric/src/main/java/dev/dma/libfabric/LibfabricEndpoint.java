@@ -1209,6 +1209,25 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
+   * <p>Reads the counter a passive target without a wait object binds to its endpoint (shm); util
+   * counters progress their endpoints on each read.
+   */
+  @Override
+  public long incomingServed() {
+    MemorySegment read = objects.fnCntrRead;
+    if (closed || objects.cntr == 0) {
+      return -1;
+    }
+    try {
+      return (long) Native.L_L.invokeExact(read, objects.cntr);
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
    * <p>Writes the eventfd {@link #awaitIncoming} polls besides the queue's wait fd; a no-op once
    * closed.
    */

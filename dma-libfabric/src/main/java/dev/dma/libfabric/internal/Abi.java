@@ -167,6 +167,22 @@ public final class Abi {
   @C("offsetof(struct fi_ops_domain, endpoint)")
   public static final long OPS_DOMAIN_ENDPOINT = 24;
 
+  /** {@code fi_ops_domain.cntr_open}. */
+  @C("offsetof(struct fi_ops_domain, cntr_open)")
+  public static final long OPS_DOMAIN_CNTR_OPEN = 40;
+
+  /** {@code fid_cntr.ops}. */
+  @C("offsetof(struct fid_cntr, ops)")
+  public static final long CNTR_OPS = 24;
+
+  /** {@code fi_ops_cntr.read}. */
+  @C("offsetof(struct fi_ops_cntr, read)")
+  public static final long OPS_CNTR_READ = 8;
+
+  /** {@code sizeof(struct fi_cntr_attr)}: zeroed, it asks for completion events, no wait object. */
+  @C("sizeof(struct fi_cntr_attr)")
+  public static final long CNTR_ATTR_BYTES = 24;
+
   /** {@code fi_ops_mr.reg}. */
   @C("offsetof(struct fi_ops_mr, reg)")
   public static final long OPS_MR_REG = 8;
