@@ -50,6 +50,9 @@ final class ScaleBench {
    * @param churn churn duration, or zero for the scale table
    * @param churnInterval time between one client leaving and the next
    * @param reuseIds whether a rejoining client keeps its id
+   * @param gracefulLeave whether a leaving client follows the README's lifecycle (the server stops
+   *     submitting, calls removePeer and waits for its transfers before the client closes) instead
+   *     of closing with transfers in flight (a crash)
    * @param seed the churn's random seed
    */
   record Options(
@@ -68,6 +71,7 @@ final class ScaleBench {
       Duration churn,
       Duration churnInterval,
       boolean reuseIds,
+      boolean gracefulLeave,
       long seed) {
     int maxClients() {
       return clients.getLast();
@@ -439,9 +443,19 @@ final class ScaleBench {
         TimeUnit.NANOSECONDS.sleep(options.churnInterval().toNanos());
         int index = random.nextInt(n);
         scale.leave(index);
-        // The client goes away with transfers in flight, then the server learns of it.
-        hosts.remove(index);
-        service.removePeer(scale.id(index));
+        if (options.gracefulLeave()) {
+          // The client's goodbye: the server stops submitting for it (leave), removes it, and
+          // lets the transfers it has finish before the client closes its endpoint.
+          service.removePeer(scale.id(index));
+          if (!scale.awaitQuiet(index, DRAIN_NANOS)) {
+            err.println("dma-bench scale: client " + index + " still had transfers after 30 s");
+          }
+          hosts.remove(index);
+        } else {
+          // The client goes away with transfers in flight, then the server learns of it.
+          hosts.remove(index);
+          service.removePeer(scale.id(index));
+        }
         ClientHosts.Joined joined = hosts.add(index, 1).getFirst();
         if (joined.advertisement() == null) {
           throw new IllegalStateException(
@@ -479,14 +493,15 @@ final class ScaleBench {
       ScaleLoop.Integrity c = outcome.churn();
       out.printf(
           Locale.ROOT,
-          "churn: provider %s (%s), %d clients, %s, one leaves and rejoins every %s (%s ids),"
-              + " %d left and rejoined%n",
+          "churn: provider %s (%s), %d clients, %s, one leaves and rejoins every %s (%s ids, %s"
+              + " leave), %d left and rejoined%n",
           options.provider(),
           outcome.fabric(),
           options.clients().getFirst(),
           text(options.churn()),
           text(options.churnInterval()),
           options.reuseIds() ? "reused" : "new",
+          options.gracefulLeave() ? "graceful" : "abrupt",
           outcome.churnEvents());
       out.printf(
           Locale.ROOT,

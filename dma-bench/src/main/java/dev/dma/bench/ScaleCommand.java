@@ -125,6 +125,14 @@ public final class ScaleCommand implements Callable<Integer> {
       description = "a rejoining client keeps its id (default: a new id)")
   boolean reuseIds;
 
+  @Option(
+      names = "--graceful-leave",
+      description =
+          "a leaving client says goodbye first: the server stops submitting for it, calls"
+              + " removePeer and waits for its transfers, then the client closes (default: it"
+              + " closes with transfers in flight, as a crash does)")
+  boolean gracefulLeave;
+
   @Option(names = "--seed", paramLabel = "N", description = "the churn's random seed")
   long seed = 1;
 
@@ -202,6 +210,7 @@ public final class ScaleCommand implements Callable<Integer> {
         churned,
         DmaConfiguration.parseDuration("--churn-interval", churnInterval),
         reuseIds,
+        gracefulLeave,
         seed);
   }
 

@@ -217,6 +217,36 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
     }
   }
 
+  /**
+   * Waits until no transfer to client {@code index} is in flight (after {@link #leave}, none is
+   * sent to it any more).
+   *
+   * @return false when some still were after {@code timeoutNanos}
+   */
+  synchronized boolean awaitQuiet(int index, long timeoutNanos) throws InterruptedException {
+    long deadline = System.nanoTime() + timeoutNanos;
+    while (inFlightTo(index)) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        return false;
+      }
+      wait(Math.max(1, left / 1_000_000));
+    }
+    return true;
+  }
+
+  private boolean inFlightTo(int index) {
+    if (probe.inFlight && probe.client == index) {
+      return true;
+    }
+    for (Slot slot : slots) {
+      if (slot.inFlight && slot.client == index) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Clients live now. */
   synchronized int liveCount() {
     return liveCount;

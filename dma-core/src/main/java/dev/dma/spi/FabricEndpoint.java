@@ -305,6 +305,26 @@ public interface FabricEndpoint extends AutoCloseable {
   }
 
   /**
+   * Whether this endpoint completes posted operations in the order they were posted, across all
+   * peers, so that one operation that never completes (its peer closed or died with it posted, or
+   * dropped it) holds back the completions of every later one, to every peer, until {@link
+   * #reset()}: shm up to libfabric 2.4, whose initiator reads its responses from one in-order
+   * queue. Answering true also promises that each peer consumes the operations posted to it in
+   * order across a reset: an operation posted again after the reset lands after whatever its
+   * earlier post still moves, so a write may be posted again then (same bytes, and none land later
+   * than the repost's completion).
+   *
+   * <p>The worker then judges only the incarnation whose operation is the oldest one stuck (or one
+   * that left with operations posted), and posts every other stuck operation again after the reset
+   * instead of failing it.
+   *
+   * @return whether one stuck operation stalls every completion; false by default
+   */
+  default boolean completesInPostOrder() {
+    return false;
+  }
+
+  /**
    * Closes the transport (endpoint, completion queue, address vector) and opens it again on the
    * same domain: the recovery from operations that will never complete. On return no provider can
    * touch any operand posted before, every posted operation is discarded without a completion, op

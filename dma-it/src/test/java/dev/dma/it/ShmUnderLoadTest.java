@@ -206,4 +206,69 @@ class ShmUnderLoadTest {
       live.in().println("quit");
     }
   }
+
+  /**
+   * A client that leaves with a write in flight (it stops progressing, the server removes it, then
+   * it dies): on shm up to 2.4 every later completion waits behind that write, so the deadline must
+   * judge only that client, within about a second of its removal rather than at the 30 s deadline,
+   * and the live client's writes, stuck behind it, go out again after the reset and land.
+   */
+  @Test
+  void aClientThatLeavesWithAWriteInFlightFailsOnlyItsOwnWithinSeconds() throws Exception {
+    Collector<Buffer> completions = new Collector<>();
+    DmaConfiguration configuration =
+        DmaConfiguration.builder()
+            .providers(PROVIDER)
+            .completionDeadline(Duration.ofSeconds(30))
+            .build();
+    try (FabricService<Buffer> service =
+        FabricService.<Buffer>builder(configuration).completer(completions).start()) {
+      Target live = target(service);
+      Target leaving = target(service);
+      MemorySegment local = arena.allocate(SIZE, 4096);
+      Patterns.fill(local, 3);
+      // Both connected and answering first.
+      submit(service, TransferRequest.write(1, live.ad(), new Buffer(0, local)));
+      submit(service, TransferRequest.write(2, leaving.ad(), new Buffer(1, local)));
+      assertTrue(completions.take(2).stream().allMatch(c -> c.outcome().isDone()));
+
+      long start = System.nanoTime();
+      signal("STOP", leaving.process());
+      submit(service, TransferRequest.write(2, leaving.ad(), new Buffer(3, local)));
+      int writes = 20;
+      for (int i = 0; i < writes; i++) {
+        submit(service, TransferRequest.write(1, live.ad(), new Buffer(10 + 2 * i, local)));
+      }
+      service.removePeer(2);
+      leaving.process().destroyForcibly();
+      assertTrue(leaving.process().waitFor(10, TimeUnit.SECONDS));
+
+      int liveFailed = 0;
+      String firstLiveFailure = null;
+      DmaException leavingError = null;
+      for (Completion<Buffer> completion : completions.take(1 + writes)) {
+        if (completion.context().id() == 3) {
+          leavingError = completion.outcome().isDone() ? null : completion.outcome().error();
+        } else if (!completion.outcome().isDone()) {
+          liveFailed++;
+          if (firstLiveFailure == null) {
+            firstLiveFailure = completion.outcome().error().toString();
+          }
+        }
+      }
+      long tookMillis = (System.nanoTime() - start) / 1_000_000;
+      assertEquals(0, liveFailed, "the live client's writes failed: " + firstLiveFailure);
+      assertTrue(leavingError != null, "the leaving client's write succeeded");
+      assertEquals(DmaException.Reason.DEADLINE, leavingError.reason());
+      assertTrue(
+          tookMillis < 15_000,
+          "took " + tookMillis + " ms: judged at the 30 s deadline, not sooner");
+      assertEquals("crc " + dev.dma.api.Checksums.crc32c(local), live.ask("crc"));
+      // The live client was not marked: one more write lands at once.
+      submit(service, TransferRequest.write(1, live.ad(), new Buffer(100, local)));
+      assertTrue(completions.take(1).getFirst().outcome().isDone());
+      assertEquals(0, service.outstanding());
+      live.in().println("quit");
+    }
+  }
 }

@@ -175,6 +175,19 @@ final class AddressVector {
           DmaException.Reason.PEER_UNREACHABLE,
           "peer " + local.name + " is an shm endpoint of this process that was already closed");
     }
+    if (Quirks.shmInsertOfAGonePeerPoisonsTheNext(
+            objects.facts.providerName(), Native.LIBRARY_VERSION)
+        && objects.facts.addrFormat() == Abi.FI_ADDR_STR) {
+      String name = ShmNames.nameOf(address);
+      if (name != null && !ShmNames.regionExists(name)) {
+        throw DmaException.fabric(
+            DmaException.Reason.PEER_UNREACHABLE,
+            "peer "
+                + name
+                + " is gone: its shm region no longer exists (the endpoint closed or its process"
+                + " exited)");
+      }
+    }
     try (Arena call = Arena.ofConfined()) {
       MemorySegment bytes = call.allocate(address.length, 8);
       MemorySegment.copy(

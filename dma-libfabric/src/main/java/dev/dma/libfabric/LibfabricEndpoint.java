@@ -1438,6 +1438,16 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>True on shm up to libfabric 2.4 ({@code Quirks.shmCompletesInPostOrder}).
+   */
+  @Override
+  public boolean completesInPostOrder() {
+    return Quirks.shmCompletesInPostOrder(objects.facts.providerName(), Libfabric.version());
+  }
+
   @Override
   public String toString() {
     return "LibfabricEndpoint["

@@ -57,4 +57,54 @@ final class Quirks {
   static boolean shmReportsRefusedRmaAsDone(String provider, int libraryVersion) {
     return "shm".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_5;
   }
+
+  /**
+   * shm completes operations in post order across peers, so one that never completes stalls every
+   * later completion until the endpoint is closed: up to libfabric 2.4.
+   *
+   * <p>1.x and 2.1.0's {@code smr_progress_resp} ({@code prov/shm/src/smr_progress.c}) walks the
+   * initiator's own response queue from its head and stops at the first entry still {@code
+   * SMR_STATUS_BUSY}; an entry is queued for every command that needs an answer (anything past the
+   * inline size, so dma's writes and reads) in post order, whatever its peer. A target that closed
+   * or died with the command unread (or, on these versions, dropped it for a bad key) never writes
+   * the status, so that entry blocks every later completion, every peer's, for ever. The commands
+   * themselves sit in each target's one command queue and are consumed in order, so an operation
+   * posted again after a reset lands after its earlier post. 2.5's new architecture returns each
+   * command through a return queue the target pushes when done, with no head-of-line wait. Measured
+   * on 1.17 with {@code dma-bench scale --churn}: a client closing its endpoint with a write in
+   * flight stopped every completion until the endpoint was reset.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @param libraryVersion the loaded library's packed {@code fi_version()}
+   * @return whether one stuck operation stalls every completion
+   */
+  static boolean shmCompletesInPostOrder(String provider, int libraryVersion) {
+    return "shm".equals(provider) && libraryVersion < Abi.FI_VERSION_2_5;
+  }
+
+  /**
+   * shm answers {@code fi_av_insert} of a peer whose region is gone (the endpoint closed, its
+   * process exited) with success, and the next insert, of any other peer, gets the same {@code
+   * fi_addr}: seen on 1.17, read in 1.x's source.
+   *
+   * <p>1.x's {@code smr_map_add} ({@code prov/shm/src/smr_util.c}) takes the map slot at {@code
+   * cur_id}, and {@code smr_map_to_region}'s {@code -ENOENT} (no such shm file) is answered as
+   * success while the slot's {@code peer.id} stays -1, so the slot counts as free; {@code
+   * smr_av_insert} then inserts the slot's index into the util AV, which deduplicates by that
+   * index. The next insert takes the same slot, so both peers share one {@code fi_addr}, and
+   * removing the gone one removes the live one's (its posts then fail), or a post meant for the
+   * gone one reaches the live one. Measured on 1.17 with {@code dma-bench scale --churn} on shm:
+   * the reset's re-insert of clients that had left handed out fi_addrs already live. dma checks
+   * that the peer's region exists before inserting (a race with a peer closing at that moment
+   * remains). The check is applied up to 2.4, where it costs one {@code stat} per insert and
+   * refuses nothing reachable (a peer without a region cannot be reached); 2.5's rewrite is not
+   * checked.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @param libraryVersion the loaded library's packed {@code fi_version()}
+   * @return whether to check that an shm peer's region exists before inserting it
+   */
+  static boolean shmInsertOfAGonePeerPoisonsTheNext(String provider, int libraryVersion) {
+    return "shm".equals(provider) && libraryVersion < Abi.FI_VERSION_2_5;
+  }
 }

@@ -87,6 +87,18 @@ public final class ShmNames {
     return text.startsWith(SCHEME) ? text : null;
   }
 
+  /**
+   * Whether the shared-memory region of the shm endpoint named {@code name} exists now: shm opens
+   * it as {@code /dev/shm/<name without the scheme>}. A snapshot: it may vanish right after.
+   *
+   * @param name an shm address string, scheme included
+   * @return false when the endpoint closed (or never existed)
+   */
+  static boolean regionExists(String name) {
+    String file = name.startsWith(SCHEME) ? name.substring(SCHEME.length()) : name;
+    return file.isEmpty() || file.indexOf('/') >= 0 || Files.exists(Path.of("/dev/shm", file));
+  }
+
   /** Records an shm endpoint this process just opened. */
   static Local opened(String name) {
     Local local = new Local(name);

@@ -376,6 +376,18 @@ public final class FakeEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
+   * <p>Follows {@link FakeScript#completesInPostOrder}.
+   */
+  @Override
+  public boolean completesInPostOrder() {
+    synchronized (lock) {
+      return script.completesInPostOrder;
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
    * <p>The fake discards every posted operation without moving its bytes (held, awaiting its target
    * or ready to reap alike: a held op released later finds nothing), voids every peer handle (a
    * post to one is a violation) and keeps registrations and exposed regions. The address stays the

@@ -59,6 +59,7 @@ public final class FakeScript {
   boolean virtualAddressing;
   boolean scribbleContexts;
   boolean flushOnRemove;
+  boolean completesInPostOrder;
   boolean rejectUninsertedInitiator;
   boolean targetProgressRequired;
   boolean efaAddresses;
@@ -100,6 +101,7 @@ public final class FakeScript {
       virtualAddressing = false;
       scribbleContexts = false;
       flushOnRemove = false;
+      completesInPostOrder = false;
       rejectUninsertedInitiator = false;
       targetProgressRequired = false;
       efaAddresses = false;
@@ -596,6 +598,21 @@ public final class FakeScript {
   public FakeScript flushOnRemove(boolean value) {
     synchronized (lock) {
       flushOnRemove = value;
+      return this;
+    }
+  }
+
+  /**
+   * Makes the endpoints answer {@link dev.dma.spi.FabricEndpoint#completesInPostOrder()} true, as
+   * shm up to libfabric 2.4 does. The fake itself still completes ops in any order: a test models
+   * the stall by holding the later ops' completions ({@link #holdCompletions(OpMatcher)}).
+   *
+   * @param value what the endpoints answer
+   * @return this script
+   */
+  public FakeScript completesInPostOrder(boolean value) {
+    synchronized (lock) {
+      completesInPostOrder = value;
       return this;
     }
   }

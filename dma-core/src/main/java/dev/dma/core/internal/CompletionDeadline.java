@@ -21,8 +21,17 @@ final class CompletionDeadline {
    */
   static final long FLUSH_GRACE_NS = 1_000_000_000L;
 
+  /**
+   * How long, on an endpoint that completes in post order, the oldest posted op may belong to a
+   * client that left (removePeer, or a new address since) before it is judged stuck: a live peer
+   * answers within microseconds, and every later completion, every client's, waits behind it.
+   */
+  static final long LEFT_GRACE_NS = 1_000_000_000L;
+
   private final long deadlineNs;
+  private final long leftGraceNs;
   private final String text;
+  private final String leftText;
   // How often in-flight ops are checked against the completion deadline: often enough that one
   // fails within a few percent of its deadline, rarely enough that the scan of the slots costs
   // nothing per transfer.
@@ -47,6 +56,12 @@ final class CompletionDeadline {
     this.text =
         "no completion within the completion deadline of " + DurationFormat.format(deadline);
     this.scanIntervalNs = Math.max(1_000_000L, Math.min(deadlineNs / 16, 100_000_000L));
+    this.leftGraceNs = deadlineNs > 0 ? Math.min(deadlineNs, LEFT_GRACE_NS) : LEFT_GRACE_NS;
+    this.leftText =
+        "no completion within "
+            + DurationFormat.format(Duration.ofNanos(leftGraceNs))
+            + " after the client left (removePeer or a new address) with it posted, while every"
+            + " later completion waited behind it";
   }
 
   /** The deadline in words, the reason a client is marked dead for it. */
@@ -70,6 +85,19 @@ final class CompletionDeadline {
   /** Whether an op posted no later than {@code postedByNs} has passed the deadline. */
   boolean passed(long now, long postedByNs) {
     return now - postedByNs >= deadlineNs;
+  }
+
+  /**
+   * Whether an op posted no later than {@code postedByNs} to a client that has left has waited long
+   * enough to be judged stuck, on an endpoint that completes in post order.
+   */
+  boolean leftBehind(long now, long postedByNs) {
+    return now - postedByNs >= leftGraceNs;
+  }
+
+  /** Why an op was judged {@link #leftBehind}, in words. */
+  String leftText() {
+    return leftText;
   }
 
   /** Counts an op the scan just found past the deadline, still in its slot. */
@@ -128,10 +156,21 @@ final class CompletionDeadline {
    * @param client the client and peer address it concerns, in words
    */
   DmaException error(String client) {
+    return error(client, false);
+  }
+
+  /**
+   * The failure of an op that passed the completion deadline, or that a client which left took with
+   * it ({@link #leftBehind}).
+   *
+   * @param client the client and peer address it concerns, in words
+   * @param left whether it was judged stuck because its client left
+   */
+  DmaException error(String client, boolean left) {
     return new DmaException(
         DmaException.Kind.TRANSFER,
         DmaException.Reason.DEADLINE,
-        client + ": " + text + ": peer unreachable or completion lost",
+        client + ": " + (left ? leftText : text) + ": peer unreachable or completion lost",
         0,
         0,
         null);

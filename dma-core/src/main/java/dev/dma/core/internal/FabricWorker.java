@@ -108,6 +108,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // deadline when there is no completion deadline.
   private final long stallBoundNs;
   private final CompletionDeadline completionDeadline;
+  // The endpoint completes in post order across peers (shm up to 2.4): one stuck op stalls every
+  // client, so the deadline judges only the oldest stuck op's incarnation (see judgeInPostOrder).
+  private final boolean inPostOrder;
+  // Numbers posts in order: on an in-post-order endpoint the smallest in flight is the op every
+  // later completion waits behind.
+  private long postSequence;
   // Client incarnations (client id and address) found dead, with the error their later transfers
   // fail with at once, until addPeer, removePeer or a transfer carrying a new address for the
   // client. Empty (and never looked up) on a healthy server.
@@ -196,6 +202,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
             ? progressDeadlineNs
             : Math.max(progressDeadlineNs, completionDeadline.toNanos());
     this.completionDeadline = new CompletionDeadline(completionDeadline);
+    this.inPostOrder = endpoint.completesInPostOrder();
     this.addressChanged = addressChanged;
     this.backoff = new Backoff(channel);
     readClock();
@@ -491,6 +498,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.lengthBytes = lengthBytes;
     op.stalled = false;
     op.expired = false;
+    op.leftBehind = false;
     op.retries = 0;
     op.posts = 0;
     op.parent = parent;
@@ -820,6 +828,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       // it expire early.
       op.postedEpoch = clockEpoch;
       op.postedByNs = NOT_SCANNED;
+      op.postSeq = ++postSequence;
       // A later retry's progress deadline counts from its own first refusal.
       op.stalled = false;
       slots[slot] = op;
@@ -967,7 +976,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /** The failure of an op that passed the completion deadline. */
   private DmaException expiredError(Op<T> op) {
-    return completionDeadline.error(clientText(op.client.id, op.request.peerAddress()));
+    return completionDeadline.error(
+        clientText(op.client.id, op.request.peerAddress()), op.leftBehind);
   }
 
   /**
@@ -1116,6 +1126,22 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     reapEverythingWaiting();
     readClock();
     long scanNs = now;
+    if (inPostOrder) {
+      judgeInPostOrder(scanNs);
+    } else {
+      judgeEach(scanNs);
+    }
+    String resetReason = completionDeadline.resetReason(now, endpoint.removalFlushes());
+    if (resetReason != null) {
+      resetEndpoint(resetReason);
+    }
+  }
+
+  /**
+   * Expires every posted op past the deadline and marks its client dead: on an endpoint whose
+   * completions do not wait for each other, an op past the deadline is its own peer's doing.
+   */
+  private void judgeEach(long scanNs) {
     for (int slot = 0; slot < cap; slot++) {
       Op<T> op = slots[slot];
       if (op == null || op.expired) {
@@ -1137,10 +1163,85 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         }
       }
     }
-    String resetReason = completionDeadline.resetReason(now, endpoint.removalFlushes());
-    if (resetReason != null) {
-      resetEndpoint(resetReason);
+  }
+
+  /**
+   * The deadline on an endpoint that completes in post order ({@link
+   * FabricEndpoint#completesInPostOrder()}): every completion after a stuck op waits behind it, so
+   * the ops past the deadline are mostly bystanders of live clients. Only the oldest op in flight
+   * can be the cause; it is judged when it passes the deadline, or sooner ({@link
+   * CompletionDeadline#leftBehind}) when its client has left (removePeer, or a new address since),
+   * which is what a client closing its endpoint with a write in flight looks like. Its
+   * incarnation's ops are expired (and a client still current is marked dead), as are those of any
+   * other client that left and whose ops are as old; the reset that follows posts every other op
+   * again (see {@link #resetEndpoint}), so live clients lose nothing.
+   */
+  private void judgeInPostOrder(long scanNs) {
+    Op<T> oldest = null;
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op == null || op.expired) {
+        continue;
+      }
+      if (op.postedByNs == NOT_SCANNED) {
+        op.postedByNs = postedNoLaterThan(op.postedEpoch);
+      }
+      if (oldest == null || op.postSeq - oldest.postSeq < 0) {
+        oldest = op;
+      }
     }
+    if (oldest == null) {
+      return;
+    }
+    boolean passed = completionDeadline.passed(scanNs, oldest.postedByNs);
+    boolean left =
+        !passed && hasLeft(oldest) && completionDeadline.leftBehind(scanNs, oldest.postedByNs);
+    if (!passed && !left) {
+      return;
+    }
+    long clientId = oldest.client.id;
+    byte[] address = oldest.request.peerAddress();
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op == null || op.expired) {
+        continue;
+      }
+      if (op.client.id == clientId && Arrays.equals(op.request.peerAddress(), address)) {
+        expire(op, left);
+      } else if (hasLeft(op) && completionDeadline.leftBehind(scanNs, op.postedByNs)) {
+        expire(op, true);
+        judged(op, completionDeadline.leftText());
+      }
+    }
+    judged(oldest, left ? completionDeadline.leftText() : completionDeadline.text());
+  }
+
+  /**
+   * Marks the incarnation of a judged op dead, which also fails its queued ops: posted after the
+   * reset, they would stall every client again. An incarnation already replaced by a new address is
+   * not marked (its queued ops are refused as stale at their post).
+   */
+  private void judged(Op<T> op, String why) {
+    if (deadFor(op) == null) {
+      markDead(op.client.id, op.request.peerAddress(), why);
+    }
+  }
+
+  /** Marks a posted op expired: its slot waits for the reset, its failure for then. */
+  private void expire(Op<T> op, boolean leftBehind) {
+    op.expired = true;
+    op.leftBehind = leftBehind;
+    completionDeadline.expired();
+    telemetry.completionDeadlinePassed();
+  }
+
+  /**
+   * Whether the client incarnation an op was sent to has left: removePeer was called for it, or the
+   * client has advertised another address since.
+   */
+  private boolean hasLeft(Op<T> op) {
+    return op.client.removalPending
+        || !peers.isCurrentOrUnknown(op.client.id, op.request.peerAddress());
   }
 
   /**
@@ -1248,6 +1349,14 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
     completionDeadline.endpointReset();
     telemetry.endpointReset();
+    // The peers first: finishing the ops below releases the peers of clients whose removal waited
+    // for them, and a release must find the new handle, not one the reset voided.
+    int reinserted =
+        peers.reinsertAfterReset(
+            clientId -> {
+              DeadMark mark = deadPeers.get(clientId);
+              return mark == null || !peers.isCurrentOrUnknown(clientId, mark.address);
+            });
     int retried = 0;
     int failed = 0;
     ArrayDeque<Op<T>> again = new ArrayDeque<>();
@@ -1267,7 +1376,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       } else if (dead != null) {
         finishReaped(op, dead);
         failed++;
-      } else if (mayPostAgain(op, false)) {
+      } else if (inPostOrder || mayPostAgain(op, false)) {
+        // On an in-post-order endpoint the op only waited behind the expired one (each reset there
+        // expires at least one op, so this cannot go on for ever), and a write may go again: see
+        // FabricEndpoint.completesInPostOrder.
         retry(op, "endpoint reset");
         again.addLast(op);
         retried++;
@@ -1285,12 +1397,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     for (Op<T> queued : pending) {
       queued.stalled = false;
     }
-    int reinserted =
-        peers.reinsertAfterReset(
-            clientId -> {
-              DeadMark mark = deadPeers.get(clientId);
-              return mark == null || !peers.isCurrentOrUnknown(clientId, mark.address);
-            });
     byte[] address = endpoint.localAddress();
     if (!Arrays.equals(address, addressBefore)) {
       try {
@@ -1478,6 +1584,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     boolean stalled;
     // Passed the completion deadline while posted; finished by its flush or the reset.
     boolean expired;
+    // Expired because its client left with it posted and every later completion waited behind it
+    // (an in-post-order endpoint); its failure says so.
+    boolean leftBehind;
+    // Its place in post order (see postSequence).
+    long postSeq;
     // Posts abandoned to a reset or a torn-down connection so far.
     int retries;
     // Times it was handed to the provider; a failed write ever posted may still land.
