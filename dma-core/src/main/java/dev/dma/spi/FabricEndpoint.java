@@ -305,6 +305,19 @@ public interface FabricEndpoint extends AutoCloseable {
   }
 
   /**
+   * Whether the endpoint asks to be {@linkplain #reset() reset} once nothing is in flight: its
+   * provider's state would go wrong if it served much longer (shm from libfabric 2.5 reuses removed
+   * peers' slots with stale peer ids). The worker then posts nothing new, and resets as soon as its
+   * operations in flight complete, or after the progress deadline with what is left. Read by the
+   * owner thread every pass, so a field read.
+   *
+   * @return whether a reset is wanted; false by default
+   */
+  default boolean wantsQuietReset() {
+    return false;
+  }
+
+  /**
    * Whether this endpoint completes posted operations in the order they were posted, across all
    * peers, so that one operation that never completes (its peer closed or died with it posted, or
    * dropped it) holds back the completions of every later one, to every peer, until {@link

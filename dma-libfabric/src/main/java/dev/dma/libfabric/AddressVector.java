@@ -40,6 +40,29 @@ final class AddressVector {
   // Removals that sockets answered with its 2.5+ EINVAL, confirmed gone (quirkRemovals()).
   private int quirkRemovals;
 
+  /**
+   * shm's map slots ({@code SMR_MAX_PEERS}): on a provider that reuses them with stale peer ids
+   * ({@link Quirks#shmReusesSlotsWithStalePeerIds}) an insert past this many adds since the address
+   * vector opened could take a recycled slot, so it is refused.
+   */
+  static final int SLOTS = 256;
+
+  /**
+   * Adds since the address vector opened past which the endpoint asks for a reset ({@link
+   * LibfabricEndpoint#wantsQuietReset}): leaves room for the inserts that arrive while the worker
+   * waits for what is in flight to complete.
+   */
+  static final int RECYCLE_GUARD = 192;
+
+  // Whether inserts must stay below SLOTS adds per address vector (see RECYCLE_GUARD).
+  private final boolean slotsRecycleStale;
+
+  // Successful inserts since the address vector opened (or was cleared by a reset).
+  private int addsSinceOpen;
+
+  // fi_av_remove calls since then: only a removal frees a slot shm could hand out again.
+  private int removalsSinceOpen;
+
   // How many entries of live are true.
   private int liveCount;
   // live[fi_addr] is true between insert and remove.
@@ -58,6 +81,8 @@ final class AddressVector {
   AddressVector(FabricObjects objects, EndpointPolicy policy, Arena arena) {
     this.objects = objects;
     this.policy = policy;
+    this.slotsRecycleStale =
+        Quirks.shmReusesSlotsWithStalePeerIds(policy.providerName(), Native.LIBRARY_VERSION);
     this.addressOut = arena.allocate(JAVA_LONG).address();
   }
 
@@ -188,6 +213,21 @@ final class AddressVector {
                 + " exited)");
       }
     }
+    if (slotsRecycleStale && addsSinceOpen >= SLOTS && removalsSinceOpen > 0) {
+      // The reset the endpoint asked for at RECYCLE_GUARD adds has not come yet (transfers still
+      // in flight): this insert could take a slot shm recycles with a stale peer id.
+      throw new DmaException(
+          DmaException.Kind.FABRIC,
+          DmaException.Reason.BACKPRESSURE,
+          "shm has handed out its "
+              + SLOTS
+              + " peer slots since the endpoint opened and reuses removed peers' slots with their"
+              + " stale ids from libfabric 2.5; the endpoint resets once its transfers in flight"
+              + " complete: add the peer again shortly",
+          0,
+          0,
+          null);
+    }
     try (Arena call = Arena.ofConfined()) {
       MemorySegment bytes = call.allocate(address.length, 8);
       MemorySegment.copy(
@@ -212,6 +252,7 @@ final class AddressVector {
       }
       live[(int) handle] = true;
       liveCount++;
+      addsSinceOpen++;
       localPeers[(int) handle] = local;
       return handle;
     } catch (RuntimeException | Error rethrown) {
@@ -272,6 +313,7 @@ final class AddressVector {
       return 0;
     }
     Native.MEMORY.set(JAVA_LONG, addressOut, handle);
+    removalsSinceOpen++;
     int removed;
     try {
       removed = (int) Native.I_LLLL.invokeExact(objects.fnAvRemove, objects.av, addressOut, 1L, 0L);
@@ -349,9 +391,22 @@ final class AddressVector {
     return localPeers[(int) peer];
   }
 
+  /**
+   * Whether the endpoint should be reset before long: on shm from 2.5, once {@link #RECYCLE_GUARD}
+   * peers were added since the address vector opened and at least one was removed, freeing a slot
+   * shm would hand out again (see {@link Quirks#shmReusesSlotsWithStalePeerIds}). Without a removal
+   * no slot is reused: shm's own limit refuses the 257th peer.
+   */
+  boolean wantsQuietReset() {
+    return slotsRecycleStale && addsSinceOpen >= RECYCLE_GUARD && removalsSinceOpen > 0;
+  }
+
   /** Forgets every handle: the address vector they index was closed. */
   void clear() {
     Arrays.fill(live, false);
     Arrays.fill(localPeers, null);
+    liveCount = 0;
+    addsSinceOpen = 0;
+    removalsSinceOpen = 0;
   }
 }

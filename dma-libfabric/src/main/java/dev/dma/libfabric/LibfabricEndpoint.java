@@ -551,6 +551,17 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   /**
+   * {@inheritDoc}
+   *
+   * <p>shm from 2.5, once {@link AddressVector#RECYCLE_GUARD} peers were added since the address
+   * vector opened: see {@link Quirks#shmReusesSlotsWithStalePeerIds}.
+   */
+  @Override
+  public boolean wantsQuietReset() {
+    return !closed && peers.wantsQuietReset();
+  }
+
+  /**
    * Removals that sockets answered with {@code -FI_EINVAL} although they happened, reported as
    * success ({@link Quirks#socketsRemovalAnswersEinval}). For tests.
    *

@@ -121,6 +121,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // When inFlight last fell to 0: with nothing in flight, nothing the provider holds for us can
   // be what a refused post waits for.
   private long idleSinceNs;
+  // When the endpoint first asked for a quiet reset (wantsQuietReset), or NO_QUIET_RESET.
+  private long quietResetSinceNs = NO_QUIET_RESET;
   private final Consumer<byte[]> addressChanged;
   private final Backoff backoff;
   private boolean closeTimedOut;
@@ -298,7 +300,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         readClock();
       }
 
-      int posted = postPass();
+      int posted = endpoint.wantsQuietReset() ? quietReset() : postPass();
 
       // How many completions the provider delivered this pass (a stray slot's included). A reap
       // that throws reports no count: the ops it did yield stand, but the pass counts 0, which
@@ -373,6 +375,51 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         case CONTINUE -> backoff.reset();
       }
     }
+  }
+
+  /** {@link #quietResetSinceNs} while the endpoint wants no reset. */
+  private static final long NO_QUIET_RESET = Long.MIN_VALUE;
+
+  /**
+   * A pass while the endpoint asks for a reset once nothing is in flight ({@link
+   * FabricEndpoint#wantsQuietReset}): posts nothing new, so what is in flight can drain, and resets
+   * when the ops of current clients have (those of clients that left may never complete), or once
+   * the progress deadline has passed with ops still in flight (a peer that will not answer must not
+   * hold every client's posts; those ops are finished as any reset finishes them). Then posts on
+   * the fresh endpoint.
+   *
+   * @return the ops posted this pass
+   */
+  private int quietReset() {
+    readClock();
+    if (quietResetSinceNs == NO_QUIET_RESET) {
+      quietResetSinceNs = now;
+    }
+    if (inFlight > 0
+        && now - quietResetSinceNs < progressDeadlineNs
+        && inFlightToCurrentClients() > 0) {
+      return 0;
+    }
+    quietResetSinceNs = NO_QUIET_RESET;
+    resetEndpoint(
+        "the provider asked for a fresh endpoint: shm from libfabric 2.5 reuses removed peers'"
+            + " slots with stale peer ids");
+    return postPass();
+  }
+
+  /**
+   * The ops in flight whose client has not left: what a quiet reset waits for. An op of a client
+   * that left may never complete (its endpoint closed with it posted); the reset finishes it.
+   */
+  private int inFlightToCurrentClients() {
+    int count = 0;
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> op = slots[slot];
+      if (op != null && !op.expired && !hasLeft(op)) {
+        count++;
+      }
+    }
+    return count;
   }
 
   /** {@link Op#postedByNs} of an op no deadline scan has seen since its post. */
@@ -1349,6 +1396,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
     completionDeadline.endpointReset();
     telemetry.endpointReset();
+    quietResetSinceNs = NO_QUIET_RESET;
     // The peers first: finishing the ops below releases the peers of clients whose removal waited
     // for them, and a release must find the new handle, not one the reset voided.
     int reinserted =
