@@ -228,17 +228,26 @@ final class AddressVector {
           0,
           null);
     }
+    // A peer of this process goes in under an alias of its name, so that shm 2.x maps it as it maps
+    // another process's endpoint and checks for CMA; otherwise every transfer above 4 KiB between
+    // two endpoints of one process goes through bounce buffers (Quirks).
+    byte[] inserted =
+        local != null
+                && Quirks.shmSkipsCmaCheckForLocalPeers(
+                    objects.facts.providerName(), Libfabric.version())
+            ? ShmNames.aliasOf(local.name)
+            : address;
     try (Arena call = Arena.ofConfined()) {
-      MemorySegment bytes = call.allocate(address.length, 8);
+      MemorySegment bytes = call.allocate(inserted.length, 8);
       MemorySegment.copy(
-          address, 0, bytes, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, address.length);
+          inserted, 0, bytes, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, inserted.length);
       Native.MEMORY.set(JAVA_LONG, addressOut, Abi.FI_ADDR_NOTAVAIL);
-      int inserted =
+      int count =
           (int)
               Native.I_LLLLLL.invokeExact(
                   objects.fnAvInsert, objects.av, bytes.address(), 1L, addressOut, 0L, 0L);
-      if (inserted != 1) {
-        throw insertFailed(inserted);
+      if (count != 1) {
+        throw insertFailed(count);
       }
       long handle = Native.word(addressOut);
       if (handle < 0 || handle >= MAX_PEER_HANDLE) {

@@ -74,14 +74,15 @@ public final class Libfabric {
    */
   public static String shmRefusalDefence(int libraryVersion) {
     if (Quirks.shmReportsRefusedRmaAsDone("shm", libraryVersion)) {
-      return "shm (2.5+) reports refused writes and reads as done: every write is checked before"
-          + " its success is delivered (a fetching atomic on its first and last bytes; a refused"
-          + " write fails FI_EACCES); reads have no defence (a refused read is reported done with"
-          + " stale bytes in its landing buffer)";
+      return "shm (2.5+) reports refused writes as done: every write is checked before its"
+          + " success is delivered (a fetching atomic on its first and last bytes; a refused write"
+          + " fails FI_EACCES); reads are not checked against keys or bounds (with CMA the"
+          + " initiator copies the target's bytes itself)";
     }
     if (libraryVersion >> 16 >= 2) {
-      return "shm (2.0 to 2.4; checked on 2.1) never completes a refused write or read: the"
-          + " completion deadline fails it; no check needed";
+      return "shm (2.0 to 2.4; checked on 2.1) never completes a refused write: the completion"
+          + " deadline fails it; reads are not checked against keys or bounds (with CMA the"
+          + " initiator copies the target's bytes itself)";
     }
     return "shm (1.x) never completes a refused write: the completion deadline fails it; reads are"
         + " not checked against keys or bounds (the target's bytes are read)";

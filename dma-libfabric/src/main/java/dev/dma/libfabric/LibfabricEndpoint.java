@@ -66,15 +66,17 @@ import org.jspecify.annotations.Nullable;
  *         an error entry naming no operation, and the read never completes</td><td>the completion
  *         deadline; a remote address in the first page is refused before posting ({@code
  *         -FI_EFAULT})</td></tr>
- *     <tr><td>2.1 (2.0 to 2.4 by the same code, not run)</td><td>never completes</td><td>never
- *         completes</td><td>the completion deadline; the first page as above</td></tr>
+ *     <tr><td>2.1 (2.0 to 2.4 by the same code, not run)</td><td>never completes</td><td>not
+ *         refused, as on 1.17: with CMA the initiator copies ({@code smr_rma_fast}); without CMA
+ *         it never completes</td><td>the completion deadline; the first page as above</td></tr>
  *     <tr><td>2.5+ (2.6 run)</td><td>reported done, nothing lands ({@code smr_progress_cmd_rma}
- *         returns the command without {@code SMR_OP_ERROR})</td><td>reported done; the landing
- *         buffer holds stale bytes of an earlier transfer from shm's bounce buffers</td><td>writes:
+ *         returns the command without {@code SMR_OP_ERROR})</td><td>not refused, as on 1.17 (with
+ *         CMA); without CMA reported done, the landing buffer holding stale bytes of an earlier
+ *         transfer from shm's bounce buffers</td><td>writes:
  *         {@code ShmWriteCheck}, a fetching atomic on the write's first and last bytes before its
  *         success is delivered, so a refused write fails {@code FI_EACCES} ({@code
- *         ACCESS_DENIED}) within a round trip; reads: none (a landing-buffer nonce would be
- *         overwritten by the stale bytes, and a read-based check is fooled the same way); the
+ *         ACCESS_DENIED}) within a round trip; reads: none (no key is checked with CMA, and
+ *         without it a landing-buffer nonce would be overwritten by the stale bytes); the
  *         first page as above</td></tr>
  *   </tbody>
  * </table>
@@ -108,8 +110,8 @@ import org.jspecify.annotations.Nullable;
  *         made while posted</td></tr>
  *     <tr><td>shm</td><td>may still receive the posted bytes</td><td>never read again: writes
  *         above 4 KiB are posted from a dma-owned bounce buffer, given up for good when the write
- *         fails ({@code ShmBounce})</td><td>never written (but on 2.5+ a refused read is no
- *         failure: it is reported done with stale bytes, as the table above says)</td><td>with
+ *         fails ({@code ShmBounce})</td><td>never written (but a read shm does not refuse is no
+ *         failure, as the table above says)</td><td>with
  *         cross-memory attach the target copies a write straight out of the initiator's memory
  *         whenever it gets to the command, after the failure too (measured: the refilled bytes
  *         landed without the bounce)</td></tr>

@@ -44,11 +44,12 @@ final class Quirks {
    * which returns the command to the initiator without {@code SMR_OP_ERROR}; the initiator's {@code
    * smr_progress_return} then writes a success completion. Measured on 2.6 (ShmRefusalTest): a
    * delivery-complete write with a wrong key, a range past the region's end or remote address 0
-   * completes with success and nothing lands; a refused read completes with success and its landing
-   * buffer holds stale bytes of an earlier transfer (shm's bounce buffers); a refused fetching
-   * atomic completes with success and its result holds the operand it sent. On 1.17 and 2.1 the
-   * target drops the refused command without an answer, so the operation never completes (the
-   * completion deadline ends it). No upper bound: 2.6 is the newest library checked.
+   * completes with success and nothing lands; a read the target would refuse (when it goes through
+   * the target at all: without CMA) completes with success and its landing buffer holds stale bytes
+   * of an earlier transfer (shm's bounce buffers); a refused fetching atomic completes with success
+   * and its result holds the operand it sent. On 1.17 and 2.1 the target drops the refused command
+   * without an answer, so the operation never completes (the completion deadline ends it). No upper
+   * bound: 2.6 is the newest library checked.
    *
    * @param provider the provider's name ({@code fabric_attr->prov_name})
    * @param libraryVersion the loaded library's packed {@code fi_version()}
@@ -130,5 +131,38 @@ final class Quirks {
    */
   static boolean shmReusesSlotsWithStalePeerIds(String provider, int libraryVersion) {
     return "shm".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_5;
+  }
+
+  /**
+   * shm maps a peer endpoint of the same process without checking for CMA, so every write and read
+   * between two endpoints of one process goes through its bounce buffers: from libfabric 2.0 on
+   * (read in 2.1.0 and 2.6.0; 1.17 uses CMA in one process, seen with strace).
+   *
+   * <p>shm copies a write or read above its inject size in one of two ways: CMA ({@code
+   * process_vm_readv/writev}, one command per transfer, the target copies it in one call), or SAR
+   * (the data goes through the target region's bounce buffers one segment at a time, each segment
+   * waiting for the other side's progress). {@code smr_select_proto} takes CMA only when the
+   * initiator's region says CMA was checked and works ({@code smr_vma_enabled}: {@code
+   * peer_vma_caps} in 2.6, {@code cma_cap_peer} in 2.1), and that check runs only in {@code
+   * smr_map_to_endpoint}. 2.6.0's {@code smr_map_to_region} ({@code prov/shm/src/smr_av.c}; 2.1.0's
+   * is in {@code smr_util.c}) returns early for a name on the process's own endpoint list, pointing
+   * at that endpoint's region, and never calls {@code smr_map_to_endpoint}; {@code fi_enable} calls
+   * it only for peers already mapped. So an endpoint whose peers are all in its own process never
+   * checks, and every transfer above the inject size takes SAR. With two threads (dma's worker and
+   * a passive target) each segment is a hand-off between them, which collapses under CPU contention
+   * (64 KiB writes: tens of MB/s on 2.x against hundreds on 1.17 with two busy loops).
+   *
+   * <p>dma's answer ({@link AddressVector}): such a peer is inserted under an alias of its name
+   * ({@link ShmNames#aliasOf}) that shm does not find on its list but {@code shm_open} resolves to
+   * the same file, so shm maps it as it maps another process's endpoint and runs its CMA check. No
+   * upper bound: 2.6 is the newest library checked, and the alias is harmless if a later version
+   * checks local peers itself.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @param libraryVersion the loaded library's packed {@code fi_version()}
+   * @return whether a peer endpoint of this process must be inserted under an alias of its name
+   */
+  static boolean shmSkipsCmaCheckForLocalPeers(String provider, int libraryVersion) {
+    return "shm".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_0;
   }
 }

@@ -99,6 +99,21 @@ public final class ShmNames {
     return file.isEmpty() || file.indexOf('/') >= 0 || Files.exists(Path.of("/dev/shm", file));
   }
 
+  /**
+   * The same endpoint under another name: {@code fi_shm:///<pid>:<uid>:<index>}, NUL-terminated.
+   * shm compares the name with its list of this process's endpoints as a string (no match), then
+   * opens it with {@code shm_open}, which skips leading slashes (glibc), so it maps the same file:
+   * the way in to shm's CMA check for a peer of this process ({@link
+   * Quirks#shmSkipsCmaCheckForLocalPeers}).
+   *
+   * @param name an shm name as {@link #nameOf} returns it
+   * @return the alias's address bytes
+   */
+  static byte[] aliasOf(String name) {
+    String alias = SCHEME + "/" + name.substring(SCHEME.length()) + "\0";
+    return alias.getBytes(StandardCharsets.US_ASCII);
+  }
+
   /** Records an shm endpoint this process just opened. */
   static Local opened(String name) {
     Local local = new Local(name);

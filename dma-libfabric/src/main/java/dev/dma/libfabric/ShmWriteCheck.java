@@ -27,10 +27,11 @@ import java.lang.foreign.Arena;
  * and the check (a refusal is then reported for a write that landed and was overwritten), or when
  * the target re-registered the region in between.
  *
- * <p>Why not a read: a read the target refuses is reported done too, and shm's bounce buffers then
- * fill the landing buffer with stale bytes of an earlier transfer (measured on 2.6:
- * ShmRefusalTest), which can be anything, the write's own bytes included. The atomic's refused
- * result is the operand this process wrote, never stale.
+ * <p>Why not a read: shm checks no key for a read (with CMA the initiator copies the target's bytes
+ * itself, ShmRefusalTest), and without CMA a read the target refuses is reported done with stale
+ * bytes of an earlier transfer in its landing buffer (2.6, through shm's bounce buffers), which can
+ * be anything, the write's own bytes included. The atomic goes through the target, which checks its
+ * key, and its refused result is the operand this process wrote, never stale.
  *
  * <p>What it costs the target: its bytes there are read and written back unchanged ({@code x | 0},
  * {@code x & ~0}) by the target's progress thread, not atomically with respect to other writers;
