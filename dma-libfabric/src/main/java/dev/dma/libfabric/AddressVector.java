@@ -41,9 +41,9 @@ final class AddressVector {
   private int quirkRemovals;
 
   /**
-   * shm's map slots ({@code SMR_MAX_PEERS}): on a provider that reuses them with stale peer ids
-   * ({@link Quirks#shmReusesSlotsWithStalePeerIds}) an insert past this many adds since the address
-   * vector opened could take a recycled slot, so it is refused.
+   * shm's map slots ({@code SMR_MAX_PEERS}). shm reuses a removed peer's slot with that peer's
+   * stale id ({@link Quirks#shmReusesSlotsWithStalePeerIds}), so dma never removes an shm peer:
+   * {@link #remove} retires its handle and leaves its slot taken until the endpoint resets.
    */
   static final int SLOTS = 256;
 
@@ -54,14 +54,14 @@ final class AddressVector {
    */
   static final int RECYCLE_GUARD = 192;
 
-  // Whether inserts must stay below SLOTS adds per address vector (see RECYCLE_GUARD).
+  // Whether removals retire instead (shm), with a reset past RECYCLE_GUARD adds.
   private final boolean slotsRecycleStale;
 
   // Successful inserts since the address vector opened (or was cleared by a reset).
   private int addsSinceOpen;
 
-  // fi_av_remove calls since then: only a removal frees a slot shm could hand out again.
-  private int removalsSinceOpen;
+  // Peers retired (removed from live, left in shm's map) since then.
+  private int retiredSinceOpen;
 
   // How many entries of live are true.
   private int liveCount;
@@ -213,17 +213,20 @@ final class AddressVector {
                 + " exited)");
       }
     }
-    if (slotsRecycleStale && addsSinceOpen >= SLOTS && removalsSinceOpen > 0) {
+    if (slotsRecycleStale && addsSinceOpen >= SLOTS && retiredSinceOpen > 0) {
       // The reset the endpoint asked for at RECYCLE_GUARD adds has not come yet (transfers still
-      // in flight): this insert could take a slot shm recycles with a stale peer id.
+      // in flight), and retired peers hold the slots this one needs.
       throw new DmaException(
           DmaException.Kind.FABRIC,
           DmaException.Reason.BACKPRESSURE,
-          "shm has handed out its "
+          "shm's "
               + SLOTS
-              + " peer slots since the endpoint opened and reuses removed peers' slots with their"
-              + " stale ids from libfabric 2.5; the endpoint resets once its transfers in flight"
-              + " complete: add the peer again shortly",
+              + " peer slots are held by "
+              + liveCount
+              + " peers and "
+              + retiredSinceOpen
+              + " that left (shm cannot reuse a slot safely); the endpoint resets to free them once"
+              + " its transfers in flight complete: add the peer again shortly",
           0,
           0,
           null);
@@ -315,6 +318,11 @@ final class AddressVector {
     liveCount--;
     ShmNames.Local local = localPeers[(int) handle];
     localPeers[(int) handle] = null;
+    if (slotsRecycleStale) {
+      // Retired, not removed: a freed slot would go to a later peer with this one's stale id.
+      retiredSinceOpen++;
+      return 0;
+    }
     if (local != null && !local.open) {
       LOG.log(
           System.Logger.Level.DEBUG,
@@ -322,7 +330,6 @@ final class AddressVector {
       return 0;
     }
     Native.MEMORY.set(JAVA_LONG, addressOut, handle);
-    removalsSinceOpen++;
     int removed;
     try {
       removed = (int) Native.I_LLLL.invokeExact(objects.fnAvRemove, objects.av, addressOut, 1L, 0L);
@@ -401,13 +408,12 @@ final class AddressVector {
   }
 
   /**
-   * Whether the endpoint should be reset before long: on shm from 2.5, once {@link #RECYCLE_GUARD}
-   * peers were added since the address vector opened and at least one was removed, freeing a slot
-   * shm would hand out again (see {@link Quirks#shmReusesSlotsWithStalePeerIds}). Without a removal
-   * no slot is reused: shm's own limit refuses the 257th peer.
+   * Whether the endpoint should be reset before long: on shm, once {@link #RECYCLE_GUARD} peers
+   * were added since the address vector opened and at least one of them was retired (see {@link
+   * Quirks#shmReusesSlotsWithStalePeerIds}); the reset frees the retired peers' slots.
    */
   boolean wantsQuietReset() {
-    return slotsRecycleStale && addsSinceOpen >= RECYCLE_GUARD && removalsSinceOpen > 0;
+    return slotsRecycleStale && addsSinceOpen >= RECYCLE_GUARD && retiredSinceOpen > 0;
   }
 
   /** Forgets every handle: the address vector they index was closed. */
@@ -416,6 +422,6 @@ final class AddressVector {
     Arrays.fill(localPeers, null);
     liveCount = 0;
     addsSinceOpen = 0;
-    removalsSinceOpen = 0;
+    retiredSinceOpen = 0;
   }
 }

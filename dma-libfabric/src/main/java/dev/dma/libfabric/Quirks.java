@@ -110,27 +110,28 @@ final class Quirks {
   }
 
   /**
-   * shm from 2.5 hands a removed peer's map slot to a later insert while this endpoint still holds
-   * the peer id the removed peer gave it: read in 2.6's source, where {@code smr_av_remove}'s
-   * {@code smr_unmap_from_endpoint} ({@code prov/shm/src/smr_av.c}) clears the peer's record of us
-   * but not our {@code smr_peer_data(ep->region)[id].id}. {@code smr_map_add} takes slots in turn
-   * from {@code cur_id}, so a slot is used again once 256 peers were added since the address vector
-   * opened; the new peer then looks connected ({@code smr_verify_peer} sees the stale id), its
-   * region is never mapped, and the first post to it dereferences a null region (SIGSEGV in {@code
-   * smr_generic_rma}, seen on 2.6 with {@code dma-bench scale --churn}); were the region mapped,
-   * its commands would carry the old peer's id. 2.1 cleared the id with the slot. 2.5 is the
-   * rewrite that moved the id into the region; it is assumed to behave as 2.6 (not built here).
+   * shm hands a removed peer's map slot to a later insert while this endpoint still holds the peer
+   * id the removed peer gave it (its record of how the peer knows us): {@code fi_av_remove}'s
+   * {@code smr_unmap_from_endpoint} clears the peer's record of us, not ours of the peer ({@code
+   * smr_peer_data(region)[id]}; read in 2.1.0's {@code smr_util.c} and 2.6.0's {@code smr_av.c}).
+   * The new peer in that slot then looks connected ({@code smr_verify_peer} sees the stale id): its
+   * commands carry the old peer's id, and on 2.6 its region is never mapped. Seen: on 2.6 a SIGSEGV
+   * in {@code smr_generic_rma} once 256 peers were added since the address vector opened ({@code
+   * dma-bench scale --churn}); on 2.1 a SIGSEGV at about the same point ({@code ShmPeerSlotsTest});
+   * on 1.17 the target of the second peer to join after one left dies at its first transfer (1.x
+   * reuses the freed slot at once).
    *
-   * <p>dma keeps the adds since the address vector opened below the slot count: past {@link
-   * AddressVector#RECYCLE_GUARD} the endpoint asks for a reset, which the worker makes once nothing
-   * is in flight (a fresh address vector and region, every id unset).
+   * <p>dma never removes an shm peer ({@link AddressVector#remove} retires its handle) and, past
+   * {@link AddressVector#RECYCLE_GUARD} adds with a peer retired, the endpoint asks for a reset,
+   * which the worker makes once its current clients' transfers completed: a fresh address vector
+   * and region, every slot free and every id unset.
    *
    * @param provider the provider's name ({@code fabric_attr->prov_name})
    * @param libraryVersion the loaded library's packed {@code fi_version()}
    * @return whether shm may reuse a removed peer's slot with a stale peer id
    */
   static boolean shmReusesSlotsWithStalePeerIds(String provider, int libraryVersion) {
-    return "shm".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_5;
+    return "shm".equals(provider);
   }
 
   /**

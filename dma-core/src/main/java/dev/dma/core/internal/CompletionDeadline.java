@@ -22,9 +22,10 @@ final class CompletionDeadline {
   static final long FLUSH_GRACE_NS = 1_000_000_000L;
 
   /**
-   * How long, on an endpoint that completes in post order, the oldest posted op may belong to a
-   * client that left (removePeer, or a new address since) before it is judged stuck: a live peer
-   * answers within microseconds, and every later completion, every client's, waits behind it.
+   * How long an op posted to a client that left (removePeer, or a new address since) may go without
+   * a completion before it is judged stuck, on a provider that does not flush a removed peer's ops:
+   * a live peer answers within microseconds, and on an endpoint that completes in post order every
+   * later completion, every client's, waits behind it.
    */
   static final long LEFT_GRACE_NS = 1_000_000_000L;
 
@@ -60,8 +61,7 @@ final class CompletionDeadline {
     this.leftText =
         "no completion within "
             + DurationFormat.format(Duration.ofNanos(leftGraceNs))
-            + " after the client left (removePeer or a new address) with it posted, while every"
-            + " later completion waited behind it";
+            + " after the client left (removePeer or a new address) with it posted";
   }
 
   /** The deadline in words, the reason a client is marked dead for it. */

@@ -123,6 +123,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private long idleSinceNs;
   // When the endpoint first asked for a quiet reset (wantsQuietReset), or NO_QUIET_RESET.
   private long quietResetSinceNs = NO_QUIET_RESET;
+  // An op of a client that left was judged stuck (judgeEach): a quiet reset finishes it.
+  private boolean quietResetWanted;
   private final Consumer<byte[]> addressChanged;
   private final Backoff backoff;
   private boolean closeTimedOut;
@@ -300,7 +302,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         readClock();
       }
 
-      int posted = endpoint.wantsQuietReset() ? quietReset() : postPass();
+      int posted = quietResetWanted || endpoint.wantsQuietReset() ? quietReset() : postPass();
 
       // How many completions the provider delivered this pass (a stray slot's included). A reap
       // that throws reports no count: the ops it did yield stand, but the pass counts 0, which
@@ -381,12 +383,13 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private static final long NO_QUIET_RESET = Long.MIN_VALUE;
 
   /**
-   * A pass while the endpoint asks for a reset once nothing is in flight ({@link
-   * FabricEndpoint#wantsQuietReset}): posts nothing new, so what is in flight can drain, and resets
-   * when the ops of current clients have (those of clients that left may never complete), or once
-   * the progress deadline has passed with ops still in flight (a peer that will not answer must not
-   * hold every client's posts; those ops are finished as any reset finishes them). Then posts on
-   * the fresh endpoint.
+   * A pass while a reset is wanted once nothing is in flight: the endpoint asks for one ({@link
+   * FabricEndpoint#wantsQuietReset}), or an op of a client that left was judged stuck ({@link
+   * #judgeEach}) and only a reset makes its operand safe to hand back. Posts nothing new, so what
+   * is in flight can drain, and resets when the ops of current clients have (those of clients that
+   * left may never complete), or once the progress deadline has passed with ops still in flight (a
+   * peer that will not answer must not hold every client's posts; those ops are finished as any
+   * reset finishes them). Then posts on the fresh endpoint.
    *
    * @return the ops posted this pass
    */
@@ -402,8 +405,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
     quietResetSinceNs = NO_QUIET_RESET;
     resetEndpoint(
-        "the provider asked for a fresh endpoint: shm from libfabric 2.5 reuses removed peers'"
-            + " slots with stale peer ids");
+        quietResetWanted
+            ? "a client left with a transfer posted that its provider will not complete"
+            : "the provider asked for a fresh endpoint: shm from libfabric 2.5 reuses removed"
+                + " peers' slots with stale peer ids");
     return postPass();
   }
 
@@ -1189,6 +1194,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * completions do not wait for each other, an op past the deadline is its own peer's doing.
    */
   private void judgeEach(long scanNs) {
+    boolean removalFlushes = endpoint.removalFlushes();
     for (int slot = 0; slot < cap; slot++) {
       Op<T> op = slots[slot];
       if (op == null || op.expired) {
@@ -1197,7 +1203,19 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       if (op.postedByNs == NOT_SCANNED) {
         op.postedByNs = postedNoLaterThan(op.postedEpoch);
       }
-      if (completionDeadline.passed(scanNs, op.postedByNs)) {
+      if (!completionDeadline.passed(scanNs, op.postedByNs)) {
+        if (!removalFlushes
+            && hasLeft(op)
+            && completionDeadline.leftBehind(scanNs, op.postedByNs)) {
+          // Its client left with it posted and its provider will not flush it: it may never
+          // complete (the peer's endpoint closed). Judge it now, without the reset that would take
+          // the current clients' ops with it: a quiet one, once theirs have completed.
+          op.expired = true;
+          op.leftBehind = true;
+          telemetry.completionDeadlinePassed();
+          quietResetWanted = true;
+        }
+      } else {
         op.expired = true;
         completionDeadline.expired();
         telemetry.completionDeadlinePassed();
@@ -1397,6 +1415,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     completionDeadline.endpointReset();
     telemetry.endpointReset();
     quietResetSinceNs = NO_QUIET_RESET;
+    quietResetWanted = false;
     // The peers first: finishing the ops below releases the peers of clients whose removal waited
     // for them, and a release must find the new handle, not one the reset voided.
     int reinserted =
@@ -1632,8 +1651,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     boolean stalled;
     // Passed the completion deadline while posted; finished by its flush or the reset.
     boolean expired;
-    // Expired because its client left with it posted and every later completion waited behind it
-    // (an in-post-order endpoint); its failure says so.
+    // Expired because its client left with it posted (CompletionDeadline.leftBehind); its failure
+    // says so.
     boolean leftBehind;
     // Its place in post order (see postSequence).
     long postSeq;
