@@ -299,10 +299,9 @@ final class AddressVector {
   }
 
   /**
-   * Removes a live handle; the endpoint is open (its owner thread checked). For a peer that is an
-   * shm endpoint of this process and already closed, only the handle is dropped: {@code
-   * fi_av_remove} would write into that endpoint's unmapped region (SIGSEGV in {@code
-   * smr_unmap_region}); the address vector's close releases the entry safely.
+   * Removes a live handle; the endpoint is open (its owner thread checked). On shm only the handle
+   * is dropped (retired): its slot stays taken until the address vector closes, see {@link
+   * #RECYCLE_GUARD}.
    *
    * @param handle the handle
    * @return 0, {@code -FI_ENOENT} for a handle that is not live, or what {@code fi_av_remove}
@@ -316,17 +315,12 @@ final class AddressVector {
     // Invalidate first: a post against a removed fi_addr crashes tcp;ofi_rxm.
     live[(int) handle] = false;
     liveCount--;
-    ShmNames.Local local = localPeers[(int) handle];
     localPeers[(int) handle] = null;
     if (slotsRecycleStale) {
-      // Retired, not removed: a freed slot would go to a later peer with this one's stale id.
+      // Retired, not removed: a freed slot would go to a later peer with this one's stale id. This
+      // also keeps fi_av_remove away from a closed shm peer of this process, whose unmapped region
+      // it would write into (SIGSEGV in smr_unmap_region).
       retiredSinceOpen++;
-      return 0;
-    }
-    if (local != null && !local.open) {
-      LOG.log(
-          System.Logger.Level.DEBUG,
-          "left the AV entry of closed local shm peer " + local.name + " to the AV's close");
       return 0;
     }
     Native.MEMORY.set(JAVA_LONG, addressOut, handle);

@@ -210,6 +210,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /** Entries whose op_context named no slot (shm reports some errors with a NULL context). */
   private long orphanCompletions;
 
+  // Error entries naming no operation, and the errno of the latest (see failedCopy).
+  private long orphanErrors;
+  private int orphanErrno;
+
   private boolean closed;
 
   private LibfabricEndpoint(EndpointPolicy policy) {
@@ -479,10 +483,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     String text = Native.strerror(code);
     if (Math.abs(code) == Errno.FI_EFAULT && refuseFirstPage) {
       return text
-          + ": the remote address is in the first page, which no process maps, so the"
-          + " advertisement's address or the offset is wrong (refused before posting: shm would"
-          + " answer with an error naming no operation on 1.17, never on 2.1, and with a success"
-          + " that moved nothing on 2.5+)";
+          + ": the remote address is not mapped in the target process, so the advertisement's"
+          + " address or the offset is wrong (an address in the first page, which no process"
+          + " maps, is refused before posting; elsewhere shm's copy failed inside the post)";
     }
     if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(objects.facts.providerName())) {
       return text
@@ -542,9 +545,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
-   * <p>For a peer that is an shm endpoint of this process and already closed, only the handle is
-   * dropped: {@code fi_av_remove} would write into that endpoint's unmapped region (SIGSEGV in
-   * {@code smr_unmap_region}); the address vector's close releases the entry safely.
+   * <p>On shm only the handle is dropped: shm would hand the freed slot to a later peer with this
+   * one's stale id (see {@link Quirks#shmReusesSlotsWithStalePeerIds}), and {@code fi_av_remove} of
+   * a closed shm peer of this process writes into its unmapped region; the slot is freed by the
+   * reset the endpoint asks for ({@link #wantsQuietReset}) or by its close.
    */
   @Override
   public int removePeer(long handle) {
@@ -803,16 +807,34 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     // No bounce for reads, on shm either: a read's landing buffer was never written after its
     // failure was delivered, on any provider (OperandSafetyTest checks every one, every run).
     ShmNames.Local local = peers.local(peer);
+    int rc;
     if (local == null) {
-      return read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
-    }
-    // A peer endpoint of this process: it must not close (and unmap) inside the post.
-    synchronized (local) {
-      if (!local.open) {
-        return -Abi.FI_ENOTCONN;
+      rc = read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
+    } else {
+      // A peer endpoint of this process: it must not close (and unmap) inside the post.
+      synchronized (local) {
+        if (!local.open) {
+          return -Abi.FI_ENOTCONN;
+        }
+        rc = read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
       }
-      return read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
     }
+    return rc == -Abi.FI_EAGAIN && refuseFirstPage ? failedCopy(rc) : rc;
+  }
+
+  /**
+   * shm copies a read itself with CMA ({@code smr_rma_fast}, {@code process_vm_readv}); when the
+   * copy fails (the remote address is not mapped in the target), the post answers {@code
+   * -FI_EAGAIN} and shm writes an error entry naming no operation. Retried, the read would fail the
+   * same way at every pass until a deadline. So after an {@code -FI_EAGAIN} from a read on shm the
+   * queue is read at once: an error entry naming no operation that appeared there is this post's
+   * (the worker posts from one thread, and shm writes the entry inside the post), and the post
+   * fails with its errno. A genuine {@code -FI_EAGAIN} (a full queue) leaves no such entry.
+   */
+  private int failedCopy(int rc) {
+    long before = orphanErrors;
+    progress();
+    return orphanErrors > before ? -orphanErrno : rc;
   }
 
   private int read(
@@ -1137,6 +1159,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
         CompletionErrors.message(objects.facts.providerName(), err, providerErrno, providerText);
     if (errorSlot < 0) {
       orphanCompletions++;
+      orphanErrors++;
+      orphanErrno = err == 0 ? Abi.FI_EIO : err;
       LOG.log(
           System.Logger.Level.WARNING,
           "dropped a completion error naming no operation: " + errorMessage);

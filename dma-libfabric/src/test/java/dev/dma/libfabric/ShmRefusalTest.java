@@ -205,12 +205,37 @@ class ShmRefusalTest {
           for (long address : new long[] {0, 4095}) {
             int rc = loopback.post(write, 0, loopback.peer, local, address, key);
             assertEquals(-Errno.FI_EFAULT, rc, (write ? "write" : "read") + " to " + address);
-            assertTrue(loopback.initiator.errorText(rc).contains("first page"));
+            assertTrue(loopback.initiator.errorText(rc).contains("not mapped"));
           }
         }
         // Nothing was posted, so nothing completes, and the endpoint still serves.
         loopback.transfer(false, local, region.advertisement().remoteAddress(), key);
         assertEquals(0, ((LibfabricEndpoint) loopback.initiator).orphanCompletions());
+      }
+    }
+  }
+
+  /**
+   * A read from an address the target has not mapped, past the first page (below {@code
+   * vm.mmap_min_addr}, so never mapped): shm's copy fails inside the post, which answers {@code
+   * -FI_EAGAIN} and leaves an error entry naming no operation. The post reads that entry at once
+   * and fails with its errno, instead of a read retried at every pass until a deadline.
+   */
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void aReadFromAnUnmappedAddressFailsAtItsPost() {
+    try (Loopback loopback = LoopbackTest.loopback("libfabric:shm")) {
+      MemorySegment remote = loopback.arena.allocate(REGION, 4096);
+      MemorySegment local = loopback.arena.allocate(64, 4096);
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
+        long key = region.advertisement().remoteKey();
+        int rc = loopback.post(false, 0, loopback.peer, local, 0x8000, key);
+        assertEquals(-Errno.FI_EFAULT, rc, "a read from 0x8000");
+        assertTrue(
+            loopback.initiator.errorText(rc).contains("not mapped"),
+            loopback.initiator.errorText(rc));
+        // The endpoint still serves, and a later genuine answer is not mistaken for a failure.
+        loopback.transfer(false, local, region.advertisement().remoteAddress(), key);
       }
     }
   }

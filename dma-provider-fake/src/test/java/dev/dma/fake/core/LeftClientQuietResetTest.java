@@ -84,7 +84,12 @@ class LeftClientQuietResetTest {
 
         // Past the second of grace: the left client's write is judged, but the reset waits for
         // the live write still in flight, and a new live write waits for the reset.
-        ticker.advance(Duration.ofMillis(1_100));
+        ticker.advanceAndAwaitRead(Duration.ofMillis(1_100));
+        // The deadline scan runs in the pass after the worker read the new time, and reads the
+        // clock itself: after three more reads the left client's write has been judged.
+        for (int i = 0; i < 3; i++) {
+          ticker.advanceAndAwaitRead(Duration.ZERO);
+        }
         Buffer second = pattern(arena, 11, 9);
         assertTrue(service.submit(TransferRequest.write(LIVE, liveAd, second)));
         assertNull(recorder.poll(300), "something completed while the live write was held");
