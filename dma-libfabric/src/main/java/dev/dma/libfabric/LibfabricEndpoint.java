@@ -487,6 +487,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           + " address or the offset is wrong (an address in the first page, which no process"
           + " maps, is refused before posting; elsewhere shm's copy failed inside the post)";
     }
+    if (Math.abs(code) == Abi.FI_EIO && refuseFirstPage) {
+      return text
+          + ": shm could not copy the read (from 2.5 its error naming no operation, read at the"
+          + " post): most likely the remote address is not mapped in the target process, so the"
+          + " advertisement's address or the offset is wrong";
+    }
     if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(objects.facts.providerName())) {
       return text
           + ": sockets could not connect to the peer (nothing accepts at its address: the peer"
