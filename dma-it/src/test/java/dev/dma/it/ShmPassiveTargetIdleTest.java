@@ -124,8 +124,9 @@ class ShmPassiveTargetIdleTest {
       // One nap is at most 4 ms; the bound leaves room for a loaded scheduler.
       assertTrue(median < 50_000, "median " + median + " us for a write into a napping target");
 
-      // A stream at window 1, of writes and then of reads: the served count moves, so the target
-      // spins. Sampled now and then, a napping target is mostly parked (TIMED_WAITING); a spinning
+      // A stream at window 1, of writes and then of reads (printed only, see below): the served
+      // count moves, so the target spins. Sampled now and then, a napping target is mostly parked
+      // (TIMED_WAITING); a spinning
       // one never is. Thread states, unlike CPU shares, keep their meaning on a loaded machine.
       Thread thread = targetThread(id);
       for (boolean reads : new boolean[] {false, true}) {
@@ -156,9 +157,14 @@ class ShmPassiveTargetIdleTest {
             "stream of %s: %d in %d ms, target parked in %d of %d samples%n",
             what, transfers, (System.nanoTime() - streamStart) / 1_000_000, parked, samples);
         assertTrue(samples >= 10, "only " + samples + " samples");
-        assertTrue(
-            parked * 5 < samples,
-            parked + " of " + samples + " samples saw the target napping in a stream of " + what);
+        if (!reads) {
+          // Only writes: a delivery-complete write waits for the target on every version, while
+          // shm copies a read itself with CMA (the target need not be awake, and 1.17 does not
+          // count such reads), so a napping target costs a read nothing.
+          assertTrue(
+              parked * 5 < samples,
+              parked + " of " + samples + " samples saw the target napping in a stream of " + what);
+        }
       }
     }
   }
