@@ -30,7 +30,7 @@ final class ScaleBench {
   /**
    * How long a drain, a probe or a touch of every new client may take: past the default completion
    * deadline (30 s), which is what ends a transfer to a client that left abruptly on a provider
-   * that never completes it (shm from 2.5 with the target's endpoint closed).
+   * that never completes it (shm with the target's endpoint closed).
    */
   static final long DRAIN_NANOS = TimeUnit.SECONDS.toNanos(45);
 

@@ -79,9 +79,9 @@ public final class PassiveTarget implements AutoCloseable {
   /**
    * The longest nap of a target without a wait object (shm), 4 ms, or {@code target_idle} when
    * shorter: what the first transfer after a quiet spell may wait. Idle, the target then wakes
-   * about 250 times a second. On a loaded 2-core machine (load average 5) each wake cost 40-60 us
-   * of CPU (scheduling, cold caches, two progress calls), so idle shm targets used 1.3-1.9 % of a
-   * core with 4 ms naps and 2.0-2.8 % with 2 ms naps.
+   * about 250 times a second: 0.4-1.9 % of a core on shm on a loaded 2-core machine. There, caps
+   * from 1 to 64 ms measured alike for idle CPU (scheduling noise dominated), so the cap is chosen
+   * for the wait it adds to the first transfer.
    */
   static final long MAX_NAP_NANOS = 4_000_000;
 

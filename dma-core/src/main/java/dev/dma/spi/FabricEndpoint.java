@@ -306,10 +306,10 @@ public interface FabricEndpoint extends AutoCloseable {
 
   /**
    * Whether the endpoint asks to be {@linkplain #reset() reset} once nothing is in flight: its
-   * provider's state would go wrong if it served much longer (shm from libfabric 2.5 reuses removed
-   * peers' slots with stale peer ids). The worker then posts nothing new, and resets as soon as its
-   * operations in flight complete, or after the progress deadline with what is left. Read by the
-   * owner thread every pass, so a field read.
+   * provider's state would go wrong if it served much longer (shm reuses removed peers' slots with
+   * stale peer ids). The worker then posts nothing new, and resets as soon as the operations in
+   * flight to its current clients complete, or after the progress deadline with what is left. Read
+   * by the owner thread every pass, so a field read.
    *
    * @return whether a reset is wanted; false by default
    */

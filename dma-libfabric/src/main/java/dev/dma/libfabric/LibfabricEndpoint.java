@@ -483,9 +483,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     String text = Native.strerror(code);
     if (Math.abs(code) == Errno.FI_EFAULT && refuseFirstPage) {
       return text
-          + ": the remote address is not mapped in the target process, so the advertisement's"
-          + " address or the offset is wrong (an address in the first page, which no process"
-          + " maps, is refused before posting; elsewhere shm's copy failed inside the post)";
+          + ": the remote address is in the first page, which no process maps, so the"
+          + " advertisement's address or the offset is wrong (refused before posting)";
     }
     if (Math.abs(code) == Abi.FI_EIO && refuseFirstPage) {
       return text
@@ -565,8 +564,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
-   * <p>shm from 2.5, once {@link AddressVector#RECYCLE_GUARD} peers were added since the address
-   * vector opened: see {@link Quirks#shmReusesSlotsWithStalePeerIds}.
+   * <p>shm, once {@link AddressVector#RECYCLE_GUARD} peers were added since the address vector
+   * opened: see {@link Quirks#shmReusesSlotsWithStalePeerIds}.
    */
   @Override
   public boolean wantsQuietReset() {
@@ -835,7 +834,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * same way at every pass until a deadline. So after an {@code -FI_EAGAIN} from a read on shm the
    * queue is read at once: an error entry naming no operation that appeared there is this post's
    * (the worker posts from one thread, and shm writes the entry inside the post), and the post
-   * fails with its errno. A genuine {@code -FI_EAGAIN} (a full queue) leaves no such entry.
+   * fails with its errno. A genuine {@code -FI_EAGAIN} (a full queue) leaves no such entry. That is
+   * 2.5 and later; 2.0 to 2.4 write no entry (the read stays refused, and the worker's stall rule
+   * ends it), and 1.x accepts the post and writes the entry later (the completion deadline ends
+   * it): {@code ShmRefusalTest} pins all three.
    */
   private int failedCopy(int rc) {
     long before = orphanErrors;

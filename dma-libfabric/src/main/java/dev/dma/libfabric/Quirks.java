@@ -118,8 +118,8 @@ final class Quirks {
    * commands carry the old peer's id, and on 2.6 its region is never mapped. Seen: on 2.6 a SIGSEGV
    * in {@code smr_generic_rma} once 256 peers were added since the address vector opened ({@code
    * dma-bench scale --churn}); on 2.1 a SIGSEGV at about the same point ({@code ShmPeerSlotsTest});
-   * on 1.17 the target of the second peer to join after one left dies at its first transfer (1.x
-   * reuses the freed slot at once).
+   * on 1.17 the target of the second peer to join after one left died at its first transfer (a 1.x
+   * source read elsewhere takes the freed slot at once; 1.17's own source is not at hand).
    *
    * <p>dma never removes an shm peer ({@link AddressVector#remove} retires its handle) and, past
    * {@link AddressVector#RECYCLE_GUARD} adds with a peer retired, the endpoint asks for a reset,

@@ -89,7 +89,7 @@ final class CompletionDeadline {
 
   /**
    * Whether an op posted no later than {@code postedByNs} to a client that has left has waited long
-   * enough to be judged stuck, on an endpoint that completes in post order.
+   * enough to be judged stuck ({@link #LEFT_GRACE_NS}, or the deadline if shorter).
    */
   boolean leftBehind(long now, long postedByNs) {
     return now - postedByNs >= leftGraceNs;

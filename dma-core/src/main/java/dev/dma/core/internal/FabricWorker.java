@@ -407,8 +407,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     resetEndpoint(
         quietResetWanted
             ? "a client left with a transfer posted that its provider will not complete"
-            : "the provider asked for a fresh endpoint: shm from libfabric 2.5 reuses removed"
-                + " peers' slots with stale peer ids");
+            : "the provider asked for a fresh endpoint: shm cannot reuse the slots of peers that"
+                + " left, and a reset frees them");
     return postPass();
   }
 
