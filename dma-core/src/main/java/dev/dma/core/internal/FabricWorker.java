@@ -1200,9 +1200,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       if (op == null || op.expired) {
         continue;
       }
-      if (op.postedByNs == NOT_SCANNED) {
-        op.postedByNs = postedNoLaterThan(op.postedEpoch);
-      }
+      stampPostedBy(op);
       if (!completionDeadline.passed(scanNs, op.postedByNs)) {
         if (!removalFlushes
             && hasLeft(op)
@@ -1230,6 +1228,13 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
   }
 
+  /** Gives an op its {@link Op#postedByNs} at the first deadline scan that sees it. */
+  private void stampPostedBy(Op<T> op) {
+    if (op.postedByNs == NOT_SCANNED) {
+      op.postedByNs = postedNoLaterThan(op.postedEpoch);
+    }
+  }
+
   /**
    * The deadline on an endpoint that completes in post order ({@link
    * FabricEndpoint#completesInPostOrder()}): every completion after a stuck op waits behind it, so
@@ -1248,9 +1253,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       if (op == null || op.expired) {
         continue;
       }
-      if (op.postedByNs == NOT_SCANNED) {
-        op.postedByNs = postedNoLaterThan(op.postedEpoch);
-      }
+      stampPostedBy(op);
       if (oldest == null || op.postSeq - oldest.postSeq < 0) {
         oldest = op;
       }
