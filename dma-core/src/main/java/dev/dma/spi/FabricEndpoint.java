@@ -3,6 +3,7 @@ package dev.dma.spi;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import java.lang.foreign.MemorySegment;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One open fabric endpoint on one device: the primitives the fabric worker drives. Opened by {@link
@@ -334,6 +335,45 @@ public interface FabricEndpoint extends AutoCloseable {
    * @return whether one stuck operation stalls every completion; false by default
    */
   default boolean completesInPostOrder() {
+    return false;
+  }
+
+  /**
+   * Whether the endpoint that {@code address} names is gone for good: closed, or its process
+   * exited, so that nothing will ever answer there again (a client that restarted left its old
+   * address behind). The answer lets the worker tell a dead peer from one that is slow, stopped or
+   * refusing a key, which the provider's own answers cannot on every provider: tcp refuses a key by
+   * closing the connection, as a dying peer does; a post to a tcp peer whose port is closed is
+   * refused with {@code -FI_EAGAIN} as while a connection is being set up; an shm write to a closed
+   * peer never completes.
+   *
+   * <p>Only positive evidence counts: a refused connection to the address, an shm region or process
+   * that no longer exists. A peer that answers, or does not answer within a moment (partitioned,
+   * far away), or a provider that has no way to look, is not gone: {@code null}. Must return within
+   * a few milliseconds; an endpoint may start a check and answer from it at a later call. The owner
+   * thread calls it off the per-transfer path, at most once per client per probe interval: for an
+   * operation whose posts have been refused for a while, for a completion error that may mean the
+   * peer went away, and (see {@link #strandsOperationsOfGonePeers()}) for an operation in flight
+   * for a while.
+   *
+   * @param address the peer's address, as the advertisement carried it
+   * @return what shows the endpoint is gone, in words (for example {@code "nothing accepts
+   *     connections at 10.0.0.2:4711 any more"}), or {@code null}; by default {@code null}
+   */
+  default @Nullable String peerGone(byte[] address) {
+    return null;
+  }
+
+  /**
+   * Whether an operation posted to a peer whose endpoint then went away may stay posted for ever,
+   * neither completing nor failing (shm: its command waits in the gone peer's queue), so that the
+   * worker asks {@link #peerGone} about the peers of operations long in flight as well. Providers
+   * that fail such operations by themselves (tcp: the connection closes) answer false, and are
+   * asked only about refused posts and failed completions.
+   *
+   * @return whether a gone peer's operations may be stranded; false by default
+   */
+  default boolean strandsOperationsOfGonePeers() {
     return false;
   }
 

@@ -556,6 +556,93 @@ abstract class ConformanceSuite {
     }
   }
 
+  /**
+   * Whether the provider can tell that a peer's endpoint is gone (its address refuses connections,
+   * its shm region or process is gone), so a stale advertisement fails {@link
+   * DmaException.Reason#PEER_UNREACHABLE} at once; EFA cannot look, and ends it at a deadline.
+   */
+  protected boolean tellsAGonePeer() {
+    return true;
+  }
+
+  /**
+   * A stale advertisement: the client restarted (its endpoint closed, a new one opened) and the
+   * server still holds the old advertisement. A transfer carrying it fails the same way on every
+   * provider that can tell, {@code PEER_UNREACHABLE}, well before the progress deadline (2 s here)
+   * or the completion deadline; its incarnation is marked unreachable, so the next one fails at
+   * once without a post; and the client's new incarnation is served. With a connection (or an shm
+   * insert) to the old endpoint from transfers before the restart, and without one.
+   */
+  @ParameterizedTest(name = "served before the restart: {0}")
+  @ValueSource(booleans = {true, false})
+  void aStaleAdvertisementAfterARestartFailsPeerUnreachablePromptly(boolean servedBefore)
+      throws Exception {
+    service.close();
+    service =
+        FabricService.<Buffer>builder(
+                configuration().toBuilder().progressDeadline(Duration.ofSeconds(2)).build())
+            .provider(provider())
+            .completer(completions)
+            .start();
+    long client = 90;
+    MemorySegment local = arena.allocate(4096);
+    Patterns.fill(local, 31);
+    List<PassiveTarget> incarnations = new ArrayList<>();
+    try {
+      PassiveTarget before = lifecycleTarget(incarnations);
+      Advertisement stale =
+          before.expose(arena.allocate(4096, 4096), RemoteAccess.READ_WRITE).advertisement();
+      if (servedBefore) {
+        assertTrue(service.submit(request(client, stale, Direction.TO_PEER, new Buffer(1, local))));
+        assertDone(completions.take());
+      }
+      // The client restarts: its endpoint closes, a new one opens, and its hello is still on the
+      // way.
+      before.close();
+      PassiveTarget after = lifecycleTarget(incarnations);
+      MemorySegment afterMemory = arena.allocate(4096, 4096);
+      Advertisement current = after.expose(afterMemory, RemoteAccess.READ_WRITE).advertisement();
+
+      long started = System.nanoTime();
+      assertTrue(service.submit(request(client, stale, Direction.TO_PEER, new Buffer(2, local))));
+      Completion<Buffer> failed = completions.take();
+      long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+      assertFalse(failed.outcome().isDone(), "a write to a closed endpoint succeeded");
+      DmaException error = failed.outcome().error();
+      if (!tellsAGonePeer()) {
+        assertTrue(
+            error.reason() == DmaException.Reason.DEADLINE
+                || error.reason() == DmaException.Reason.PEER_UNREACHABLE,
+            error::toString);
+        return;
+      }
+      assertEquals(DmaException.Reason.PEER_UNREACHABLE, error.reason(), error::toString);
+      assertTrue(error.getMessage().startsWith("client 90 at "), error::getMessage);
+      assertTrue(tookMs < 1000, "took " + tookMs + " ms, not before the progress deadline");
+
+      // Marked: the next transfer with the stale advertisement fails at once, never posted.
+      assertTrue(service.submit(request(client, stale, Direction.TO_PEER, new Buffer(3, local))));
+      Completion<Buffer> atOnce = completions.take();
+      assertEquals(
+          DmaException.Reason.PEER_UNREACHABLE,
+          atOnce.outcome().error().reason(),
+          atOnce.outcome().error()::toString);
+      assertEquals(0, atOnce.posts());
+
+      // The client's hello arrives: its new incarnation is served.
+      assertTrue(service.submit(request(client, current, Direction.TO_PEER, new Buffer(4, local))));
+      assertDone(completions.take());
+      assertEquals(Checksums.crc32c(local), Checksums.crc32c(afterMemory));
+      assertEquals(0, service.outstanding());
+    } finally {
+      service.close();
+      service = null;
+      for (PassiveTarget each : incarnations) {
+        each.close();
+      }
+    }
+  }
+
   private PassiveTarget lifecycleTarget(List<PassiveTarget> opened) {
     PassiveTarget target = PassiveTarget.start(configuration(), provider(), Duration.ZERO);
     opened.add(target);

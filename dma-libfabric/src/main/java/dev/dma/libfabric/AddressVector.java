@@ -200,17 +200,20 @@ final class AddressVector {
           DmaException.Reason.PEER_UNREACHABLE,
           "peer " + local.name + " is an shm endpoint of this process that was already closed");
     }
-    if (Quirks.shmInsertOfAGonePeerPoisonsTheNext(
-            objects.facts.providerName(), Native.LIBRARY_VERSION)
+    if ("shm".equals(objects.facts.providerName())
         && objects.facts.addrFormat() == Abi.FI_ADDR_STR) {
-      String name = ShmNames.nameOf(address);
-      if (name != null && !ShmNames.regionExists(name)) {
+      // A peer that is gone is refused on every version, so a stale advertisement fails the same
+      // way everywhere. Up to 2.4 it is also a guard: there shm answers the insert of a peer whose
+      // region is gone with success, and hands the next insert, of any peer, the same fi_addr
+      // (1.x's smr_map_add takes the slot at cur_id, smr_map_to_region's -ENOENT counts as success
+      // with the slot's peer id left at -1, and the util AV deduplicates by slot index), so that
+      // removing the gone one removes the live one. Seen on 1.17 in dma-bench scale --churn on
+      // shm. A peer closing at this very moment can still slip through.
+      String gone = PeerLiveness.shmGone(address);
+      if (gone != null) {
         throw DmaException.fabric(
             DmaException.Reason.PEER_UNREACHABLE,
-            "peer "
-                + name
-                + " is gone: its shm region no longer exists (the endpoint closed or its process"
-                + " exited)");
+            "peer " + ShmNames.nameOf(address) + " is gone: " + gone);
       }
     }
     if (slotsRecycleStale && addsSinceOpen >= SLOTS && retiredSinceOpen > 0) {

@@ -163,6 +163,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   private final FabricObjects objects;
   private final AddressVector peers;
   private final Registrations registrations;
+  // Made at the first question, once the provider is known; owner thread only.
+  private @Nullable PeerLiveness liveness;
 
   // Preallocated native buffers for the data path.
   private final long scratch;
@@ -1375,6 +1377,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     // Before fi_close(ep) unmaps the region: from now on no endpoint of this process removes,
     // inserts or posts to this name.
     objects.markSelfClosed();
+    if (liveness != null) {
+      liveness.close();
+    }
     registrations.closeAll();
     String endpointFailure = objects.closeTransport();
     if (endpointFailure == null) {
@@ -1491,6 +1496,36 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   @Override
   public boolean completesInPostOrder() {
     return Quirks.shmCompletesInPostOrder(objects.facts.providerName(), Libfabric.version());
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On net, tcp, their rxm variants and sockets: a connection attempt to the address that is
+   * refused (nothing listens there any more). On shm: a closed endpoint of this process, an exited
+   * process, or a region file that is gone. Elsewhere (udp;ofi_rxd, efa) never. See {@link
+   * PeerLiveness}.
+   */
+  @Override
+  public @Nullable String peerGone(byte[] address) {
+    if (closed) {
+      return null;
+    }
+    if (liveness == null) {
+      liveness = new PeerLiveness(objects.facts.providerName());
+    }
+    return liveness.gone(address);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>True on shm, every version: a write to a peer that closed or died waits in its command queue
+   * for ever, neither completing nor failing.
+   */
+  @Override
+  public boolean strandsOperationsOfGonePeers() {
+    return PeerLiveness.strandsOperations(objects.facts.providerName());
   }
 
   @Override

@@ -84,32 +84,6 @@ final class Quirks {
   }
 
   /**
-   * shm answers {@code fi_av_insert} of a peer whose region is gone (the endpoint closed, its
-   * process exited) with success, and the next insert, of any other peer, gets the same {@code
-   * fi_addr}: seen on 1.17, read in 1.x's source.
-   *
-   * <p>1.x's {@code smr_map_add} ({@code prov/shm/src/smr_util.c}) takes the map slot at {@code
-   * cur_id}, and {@code smr_map_to_region}'s {@code -ENOENT} (no such shm file) is answered as
-   * success while the slot's {@code peer.id} stays -1, so the slot counts as free; {@code
-   * smr_av_insert} then inserts the slot's index into the util AV, which deduplicates by that
-   * index. The next insert takes the same slot, so both peers share one {@code fi_addr}, and
-   * removing the gone one removes the live one's (its posts then fail), or a post meant for the
-   * gone one reaches the live one. Measured on 1.17 with {@code dma-bench scale --churn} on shm:
-   * the reset's re-insert of clients that had left handed out fi_addrs already live. dma checks
-   * that the peer's region exists before inserting (a race with a peer closing at that moment
-   * remains). The check is applied up to 2.4, where it costs one {@code stat} per insert and
-   * refuses nothing reachable (a peer without a region cannot be reached); 2.5's rewrite is not
-   * checked.
-   *
-   * @param provider the provider's name ({@code fabric_attr->prov_name})
-   * @param libraryVersion the loaded library's packed {@code fi_version()}
-   * @return whether to check that an shm peer's region exists before inserting it
-   */
-  static boolean shmInsertOfAGonePeerPoisonsTheNext(String provider, int libraryVersion) {
-    return "shm".equals(provider) && libraryVersion < Abi.FI_VERSION_2_5;
-  }
-
-  /**
    * shm hands a removed peer's map slot to a later insert while this endpoint still holds the peer
    * id the removed peer gave it (its record of how the peer knows us): {@code fi_av_remove}'s
    * {@code smr_unmap_from_endpoint} clears the peer's record of us, not ours of the peer ({@code

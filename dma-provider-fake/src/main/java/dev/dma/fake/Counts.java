@@ -36,7 +36,8 @@ final class Counts {
   static final int PROGRESS_CALLS = 26;
   static final int RESETS = 27;
   static final int OPS_DISCARDED_BY_RESET = 28;
-  private static final int COUNT = 29;
+  static final int PEER_PROBES = 29;
+  private static final int COUNT = 30;
 
   private final @Nullable Counts parent;
   private final long[] values = new long[COUNT];
@@ -102,6 +103,7 @@ final class Counts {
         v[PROGRESS_CALLS],
         v[RESETS],
         v[OPS_DISCARDED_BY_RESET],
+        v[PEER_PROBES],
         lastViolation);
   }
 }

@@ -40,6 +40,7 @@ package dev.dma.fake;
  * @param progressCalls {@code progress} calls
  * @param resets {@code reset} calls
  * @param opsDiscardedByReset posted operations a reset discarded without moving their bytes
+ * @param peerProbes {@code peerGone} calls: how often dma asked whether a peer's endpoint is gone
  * @param lastViolation the text of the latest violation, or the empty string when there was none
  */
 public record FakeCounters(
@@ -72,6 +73,7 @@ public record FakeCounters(
     long progressCalls,
     long resets,
     long opsDiscardedByReset,
+    long peerProbes,
     String lastViolation) {
 
   /**

@@ -364,6 +364,30 @@ public final class FakeEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
+   * <p>As dma's tcp and shm endpoints answer: gone when no open endpoint of this fabric has the
+   * address (it closed, or never existed), with the text {@code "no open fake endpoint has the
+   * address <hex> any more"}. A target made unreachable by {@link FakeScript#unreachable} (a
+   * partition) is not gone. An EFA-shaped endpoint never answers, as efa cannot look.
+   */
+  @Override
+  public @Nullable String peerGone(byte[] peerAddress) {
+    if (efa) {
+      return null;
+    }
+    synchronized (lock) {
+      counts.increment(Counts.PEER_PROBES);
+      FakeEndpoint target = fabric.endpointAt(peerAddress);
+      return target == null || target.closed
+          ? "no open fake endpoint has the address "
+              + java.util.HexFormat.of().formatHex(peerAddress)
+              + " any more"
+          : null;
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
    * <p>Follows {@link FakeScript#flushOnRemove}: true when removal is scripted to flush.
    */
   @Override

@@ -28,6 +28,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The fabric worker: one thread that owns one {@link FabricEndpoint} and drives every transfer on
@@ -108,6 +109,15 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // deadline when there is no completion deadline.
   private final long stallBoundNs;
   private final CompletionDeadline completionDeadline;
+  // How long an op of a client with nothing in flight is refused (or, where the endpoint strands a
+  // gone peer's ops, stays in flight) before the worker asks the endpoint whether the peer is gone
+  // (FabricEndpoint.peerGone), and the least time between two such questions about one client: a
+  // tenth of the progress deadline, 100 ms by default. What a question costs is the endpoint's to
+  // bound (a tcp endpoint limits its connection attempts).
+  private final long probeAfterNs;
+  // The endpoint may leave a gone peer's posted ops neither completed nor failed (shm), so the
+  // deadline scan asks about the peers of ops long in flight too.
+  private final boolean strandsOpsOfGonePeers;
   // The endpoint completes in post order across peers (shm up to 2.4): one stuck op stalls every
   // client, so the deadline judges only the oldest stuck op's incarnation (see judgeInPostOrder).
   private final boolean inPostOrder;
@@ -207,6 +217,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
             : Math.max(progressDeadlineNs, completionDeadline.toNanos());
     this.completionDeadline = new CompletionDeadline(completionDeadline);
     this.inPostOrder = endpoint.completesInPostOrder();
+    this.probeAfterNs = Math.max(1_000_000L, progressDeadlineNs / 10);
+    this.strandsOpsOfGonePeers = endpoint.strandsOperationsOfGonePeers();
     this.addressChanged = addressChanged;
     this.backoff = new Backoff(channel);
     readClock();
@@ -406,7 +418,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     quietResetSinceNs = NO_QUIET_RESET;
     resetEndpoint(
         quietResetWanted
-            ? "a client left with a transfer posted that its provider will not complete"
+            ? "a client left or went away with a transfer posted that its provider will not"
+                + " complete"
             : "the provider asked for a fresh endpoint: shm cannot reuse the slots of peers that"
                 + " left, and a reset frees them");
     return postPass();
@@ -551,6 +564,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.stalled = false;
     op.expired = false;
     op.leftBehind = false;
+    op.judgedGone = null;
     op.retries = 0;
     op.posts = 0;
     op.parent = parent;
@@ -614,6 +628,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       client.refusedInPass = passes - 1;
       client.movedNs = now;
       client.inFlight = 0;
+      client.probedNs = now - probeAfterNs;
       clients.put(clientId, client);
     }
     return client;
@@ -702,6 +717,19 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     // accepted, a completion reaped): a client whose other transfers move is not stuck, however
     // long its queue at the peer.
     long since = Math.max(op.stalledSinceNs, op.client.movedNs);
+    if (op.client.inFlight == 0 && now - since >= probeAfterNs) {
+      // Nothing of its client's in flight, so no connection to its peer is up: a peer whose
+      // endpoint is gone is told from one slow to connect by the endpoint's probe, long before the
+      // deadlines below.
+      String gone = probeGone(op.client, op.request.peerAddress());
+      if (gone != null) {
+        long clientId = op.client.id;
+        byte[] address = op.request.peerAddress();
+        failUnposted(op, goneError(DmaException.Kind.TRANSFER, clientId, address, gone, -code, 0));
+        markDead(clientId, address, goneText(gone));
+        return;
+      }
+    }
     if (inFlight == 0) {
       if (now - Math.max(since, idleSinceNs) >= progressDeadlineNs) {
         why =
@@ -810,7 +838,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     failUnposted(
         op,
         thrown instanceof DmaException setupFailure
-            ? setupFailure
+            ? namingTheClient(op, setupFailure)
             : new DmaException(
                 DmaException.Kind.FABRIC,
                 DmaException.Reason.PROVIDER,
@@ -818,6 +846,24 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
                 0,
                 0,
                 thrown));
+  }
+
+  /**
+   * A set-up failure (a peer insert, a registration) with the client and peer address it concerns
+   * in front, as every transfer's failure names them; one that names them already is kept.
+   */
+  private DmaException namingTheClient(Op<T> op, DmaException failure) {
+    String message = String.valueOf(failure.getMessage());
+    if (message.startsWith("client ")) {
+      return failure;
+    }
+    return new DmaException(
+        failure.kind(),
+        failure.reason(),
+        clientText(op.client.id, op.request.peerAddress()) + ": " + message,
+        failure.fabricErrno(),
+        failure.providerErrno(),
+        failure);
   }
 
   /**
@@ -934,13 +980,86 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.client.inFlight--;
     // A success stands even for an op that passed its deadline: it did land, late.
     DmaException error = null;
+    String gone = null;
+    long clientId = op.client.id;
+    byte[] address = op.request.peerAddress();
     if (failed != null) {
       if (postAgainAfterConnectionLoss(op, errno)) {
         return;
       }
-      error = failure(op, failed, errno, providerErrno, message);
+      gone = probeAfterFailure(op, failed);
+      error =
+          gone != null
+              ? goneError(DmaException.Kind.TRANSFER, clientId, address, gone, errno, providerErrno)
+              : failure(op, failed, errno, providerErrno, message);
     }
     finishReaped(op, error);
+    if (gone != null) {
+      // After its own failure, so the client's queued ops fail after it, not before.
+      markDead(clientId, address, goneText(gone));
+    }
+  }
+
+  /**
+   * For a completion error that may mean its peer went away (a refusal, which on tcp is the closing
+   * of the connection that a dying peer causes too; a lost connection), the endpoint's evidence
+   * that the peer's endpoint is gone, or null.
+   */
+  private @Nullable String probeAfterFailure(Op<T> op, DmaException.Reason failed) {
+    if (op.expired
+        || (failed != DmaException.Reason.ACCESS_DENIED
+            && failed != DmaException.Reason.PEER_UNREACHABLE)
+        || deadFor(op) != null) {
+      return null;
+    }
+    return probeGone(op.client, op.request.peerAddress());
+  }
+
+  /**
+   * Asks the endpoint whether the client's peer at {@code address} is gone ({@link
+   * FabricEndpoint#peerGone}), at most once per {@link #probeAfterNs} per client; its evidence, or
+   * null. Off the per-transfer path: only for ops refused or failed or long in flight.
+   */
+  private @Nullable String probeGone(Client client, byte[] address) {
+    if (now - client.probedNs < probeAfterNs) {
+      return null;
+    }
+    client.probedNs = now;
+    try {
+      return endpoint.peerGone(address);
+    } catch (RuntimeException probeBug) {
+      warnings.warn("the endpoint's peer probe threw; taken as no answer: " + probeBug);
+      return null;
+    }
+  }
+
+  /** Why an incarnation whose endpoint is gone is marked unreachable, in words. */
+  private static String goneText(String evidence) {
+    return "its endpoint is gone: " + evidence;
+  }
+
+  /**
+   * The failure of a transfer whose peer's endpoint is gone (closed, exited, or restarted under a
+   * new address): {@link DmaException.Reason#PEER_UNREACHABLE}, the same on every provider that can
+   * tell, whatever the provider reported.
+   */
+  private DmaException goneError(
+      DmaException.Kind kind,
+      long clientId,
+      byte[] address,
+      String evidence,
+      int errno,
+      int providerErrno) {
+    return new DmaException(
+        kind,
+        DmaException.Reason.PEER_UNREACHABLE,
+        clientText(clientId, address)
+            + ": "
+            + goneText(evidence)
+            + " (the client closed, exited or restarted): ask it for its current advertisement",
+        errno,
+        providerErrno,
+        null);
   }
 
   /** Frees the slot of a completion and returns its op, or null for a slot holding none. */
@@ -1028,6 +1147,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /** The failure of an op that passed the completion deadline. */
   private DmaException expiredError(Op<T> op) {
+    if (op.judgedGone != null) {
+      return op.judgedGone;
+    }
     return completionDeadline.error(
         clientText(op.client.id, op.request.peerAddress()), op.leftBehind);
   }
@@ -1212,6 +1334,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
           op.leftBehind = true;
           telemetry.completionDeadlinePassed();
           quietResetWanted = true;
+        } else if (strandsOpsOfGonePeers && scanNs - op.postedByNs >= probeAfterNs) {
+          String gone = probeGone(op.client, op.request.peerAddress());
+          if (gone != null) {
+            judgeGone(op, gone);
+          }
         }
       } else {
         op.expired = true;
@@ -1226,6 +1353,37 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         }
       }
     }
+  }
+
+  /**
+   * Judges every posted op of the incarnation of {@code op}, whose endpoint is gone and whose ops
+   * the endpoint may never complete: they fail as {@link DmaException.Reason#PEER_UNREACHABLE} once
+   * a reset makes their operands safe, and the incarnation is marked unreachable. The reset is a
+   * quiet one (it waits for the current clients' ops, not for these), except on an endpoint that
+   * completes in post order, where nothing completes behind these ops: there they are expired as a
+   * deadline expires them, the reset follows at once and posts the bystanders again.
+   */
+  private void judgeGone(Op<T> op, String evidence) {
+    long clientId = op.client.id;
+    byte[] address = op.request.peerAddress();
+    DmaException error = goneError(DmaException.Kind.TRANSFER, clientId, address, evidence, 0, 0);
+    for (int slot = 0; slot < cap; slot++) {
+      Op<T> posted = slots[slot];
+      if (posted != null
+          && !posted.expired
+          && posted.client.id == clientId
+          && Arrays.equals(posted.request.peerAddress(), address)) {
+        if (inPostOrder) {
+          expire(posted, true);
+        } else {
+          posted.expired = true;
+          posted.leftBehind = true;
+          quietResetWanted = true;
+        }
+        posted.judgedGone = error;
+      }
+    }
+    markDead(clientId, address, goneText(evidence));
   }
 
   /** Gives an op its {@link Op#postedByNs} at the first deadline scan that sees it. */
@@ -1264,6 +1422,14 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     boolean passed = completionDeadline.passed(scanNs, oldest.postedByNs);
     boolean left =
         !passed && hasLeft(oldest) && completionDeadline.leftBehind(scanNs, oldest.postedByNs);
+    if (!passed && !left && strandsOpsOfGonePeers && scanNs - oldest.postedByNs >= probeAfterNs) {
+      String gone = probeGone(oldest.client, oldest.request.peerAddress());
+      if (gone != null) {
+        // Its own ops are judged now; the bystanders are posted again after the reset.
+        judgeGone(oldest, gone);
+        return;
+      }
+    }
     if (!passed && !left) {
       return;
     }
@@ -1657,6 +1823,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     // Expired because its client left with it posted (CompletionDeadline.leftBehind); its failure
     // says so.
     boolean leftBehind;
+    // Expired because its peer's endpoint is gone (judgeGone): the failure it ends with.
+    @Nullable DmaException judgedGone;
     // Its place in post order (see postSequence).
     long postSeq;
     // Posts abandoned to a reset or a torn-down connection so far.
@@ -1683,6 +1851,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     long movedNs;
     // Its ops posted and not yet reaped.
     int inFlight;
+    // When the endpoint was last asked whether its peer is gone (probeGone).
+    long probedNs;
   }
 
   /**

@@ -1,0 +1,207 @@
+package dev.dma.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
+import dev.dma.api.Checksums;
+import dev.dma.api.Completion;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.FabricService;
+import dev.dma.libfabric.ShmNames;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * A client process that restarts while the server still holds its old advertisement, the way it
+ * happens in production: the target runs in a child JVM, is served, then ends (its endpoint closed
+ * on {@code quit}, or SIGKILLed), and a new child takes its place. A transfer carrying the old
+ * advertisement fails {@code PEER_UNREACHABLE}, well before the progress deadline (2 s) and the
+ * completion deadline (30 s), on tcp and on shm alike, where the write is posted into the dead
+ * peer's queue and would otherwise never complete. The next one fails at once without a post, and
+ * the new incarnation is served with its bytes checked by the child itself.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RestartedClientTest {
+  private static final int SIZE = 1 << 20;
+
+  @ParameterizedTest(name = "{0}, the old client {2}")
+  @CsvSource({
+    "libfabric:shm, -, quits",
+    "libfabric:shm, -, is killed",
+    "libfabric:shm, -, dies with a write in flight",
+    "tcp, 127.0.0.1, quits",
+    "tcp, 127.0.0.1, is killed",
+    "tcp, 127.0.0.1, dies with a write in flight"
+  })
+  void aStaleAdvertisementOfARestartedClientFailsPeerUnreachablePromptly(
+      String provider, String bind, String ending) throws Exception {
+    DmaConfiguration configuration =
+        DmaConfiguration.builder()
+            .providers(provider)
+            .bind(bind.equals("-") ? null : bind)
+            .progressDeadline(Duration.ofSeconds(2))
+            .completionDeadline(Duration.ofSeconds(30))
+            .build();
+    Collector<Buffer> completions = new Collector<>();
+    long client = 5;
+    try (Arena arena = Arena.ofShared();
+        FabricService<Buffer> service =
+            FabricService.<Buffer>builder(configuration).completer(completions).start();
+        Child old = new Child(provider, bind)) {
+      MemorySegment local = arena.allocate(SIZE, 4096);
+      Patterns.fill(local, 41);
+      Advertisement stale = old.hello(service);
+      assertTrue(service.submit(write(client, stale, local, 1)));
+      assertTrue(completions.take().outcome().isDone());
+      assertEquals("crc " + Checksums.crc32c(local), old.ask("crc"));
+
+      boolean inFlight = ending.startsWith("dies");
+      long started = 0;
+      if (ending.equals("quits")) {
+        old.quit();
+      } else if (inFlight) {
+        // Stopped, it takes the write into its queue (shm) or socket (tcp) and never answers;
+        // killed, it never will: on shm the write stays posted for good.
+        old.signal("STOP");
+        assertTrue(service.submit(write(client, stale, local, 2)));
+        Thread.sleep(200);
+        assertEquals(1, service.outstanding());
+        old.kill();
+        // From when it is gone: kill() returns once the process was reaped.
+        started = System.nanoTime();
+      } else {
+        old.kill();
+      }
+      try (Child restarted = new Child(provider, bind)) {
+        Advertisement current = restarted.hello(service);
+
+        if (!inFlight) {
+          started = System.nanoTime();
+          assertTrue(service.submit(write(client, stale, local, 2)));
+        }
+        Completion<Buffer> failed = completions.take();
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+        System.err.println(
+            "DEBUG "
+                + provider
+                + " "
+                + ending
+                + " "
+                + tookMs
+                + " ms posts="
+                + failed.posts()
+                + " "
+                + failed.outcome());
+        assertFalse(failed.outcome().isDone(), "a write to a client that restarted succeeded");
+        DmaException error = failed.outcome().error();
+        assertEquals(DmaException.Reason.PEER_UNREACHABLE, error.reason(), error::toString);
+        assertTrue(error.getMessage().startsWith("client 5 at "), error::getMessage);
+        // A tcp peer killed with a write stuck in its full receive window is found only at the
+        // server's next zero-window probe (TCP's persist timer, about 0.2 s doubling): 1.4 s was
+        // seen after 0.2 s stopped. Every other case takes a probe interval or less.
+        long boundMs = inFlight && provider.equals("tcp") ? 5000 : 1000;
+        assertTrue(tookMs < boundMs, "took " + tookMs + " ms: " + error);
+
+        assertTrue(service.submit(write(client, stale, local, 3)));
+        Completion<Buffer> atOnce = completions.take();
+        assertEquals(DmaException.Reason.PEER_UNREACHABLE, atOnce.outcome().error().reason());
+        assertEquals(0, atOnce.posts());
+
+        Patterns.fill(local, 42);
+        assertTrue(service.submit(write(client, current, local, 4)));
+        Completion<Buffer> served = completions.take();
+        assertTrue(served.outcome().isDone(), () -> served.outcome().error().toString());
+        assertEquals("crc " + Checksums.crc32c(local), restarted.ask("crc"));
+        assertEquals(0, service.outstanding());
+      }
+    }
+  }
+
+  private static TransferRequest<Buffer> write(
+      long client, Advertisement ad, MemorySegment local, int id) {
+    return TransferRequest.write(client, ad, new Buffer(id, local)).withChecksum(Checksum.CRC32C);
+  }
+
+  /** One client process ({@link TargetProcess}); closing it ends it, bounded, and cleans up. */
+  private static final class Child implements AutoCloseable {
+    private final Process process;
+    private final BufferedReader out;
+    private final PrintWriter in;
+
+    Child(String provider, String bind) throws IOException {
+      process = TargetProcess.launch(provider, bind, SIZE);
+      out =
+          new BufferedReader(
+              new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+      in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
+    }
+
+    /** Reads its advertisement and has it insert the server, as a client's hello does. */
+    Advertisement hello(FabricService<Buffer> service) throws IOException {
+      String first = out.readLine();
+      assertTrue(first != null && first.startsWith("advertisement "), "child said: " + first);
+      in.println("insert " + Advertisement.encodeHex(service.localAddress()));
+      assertEquals("inserted", out.readLine());
+      return Advertisement.fromFields(List.of(first.substring(14).split(" ")));
+    }
+
+    String ask(String line) throws IOException {
+      in.println(line);
+      return out.readLine();
+    }
+
+    void quit() throws InterruptedException {
+      in.println("quit");
+      assertTrue(process.waitFor(30, TimeUnit.SECONDS), "the client did not quit");
+    }
+
+    void signal(String name) throws Exception {
+      Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).start();
+      assertTrue(kill.waitFor(30, TimeUnit.SECONDS));
+      assertEquals(0, kill.exitValue());
+    }
+
+    void kill() throws InterruptedException {
+      process.destroyForcibly();
+      assertTrue(process.waitFor(30, TimeUnit.SECONDS), "the client did not die");
+    }
+
+    @Override
+    public void close() throws IOException {
+      try {
+        if (process.isAlive()) {
+          in.println("quit");
+          if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+          }
+        }
+      } catch (InterruptedException interrupted) {
+        process.destroyForcibly();
+        Thread.currentThread().interrupt();
+      }
+      // A killed child leaves its shm files behind: remove exactly its own.
+      for (ShmNames.Leftover leftover : ShmNames.leftovers(ShmNames.DEV_SHM)) {
+        if (leftover.pid() == process.pid()) {
+          Files.deleteIfExists(leftover.file());
+        }
+      }
+    }
+  }
+}

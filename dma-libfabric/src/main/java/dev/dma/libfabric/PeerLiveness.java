@@ -1,0 +1,306 @@
+package dev.dma.libfabric;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.channels.SocketChannel;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Whether a peer's endpoint is gone, for {@link LibfabricEndpoint#peerGone}: the evidence a
+ * provider does not give by itself. Only positive evidence counts; whatever cannot be told is "not
+ * gone".
+ *
+ * <ul>
+ *   <li><b>tcp</b> (net, tcp, their rxm variants, sockets): every such endpoint listens for
+ *       connections at the address it advertises. A connection attempt to it that is refused means
+ *       nothing listens there any more: the endpoint closed or its process exited (the kernel
+ *       answers with a reset at once, on loopback and across a network alike). An attempt that
+ *       connects means something listens (the peer, or a new endpoint that took its port); one
+ *       still unanswered after {@link #CONNECT_WAIT_NANOS} (a partition, a far peer) is kept and
+ *       its answer read at a later call. A connection that does connect is closed at once; the
+ *       peer's provider sees a connection that closes before its handshake and drops it. What the
+ *       attempts cost is bounded here, whoever asks: an address found listening is not tried again
+ *       for {@link #REPROBE_NANOS}, and at most {@link #ATTEMPTS_PER_SECOND} attempts start per
+ *       second, so a connection storm of live peers slow to connect gets few extra connections, and
+ *       the owner thread waits at most {@code ATTEMPTS_PER_SECOND * CONNECT_WAIT_NANOS} (50 ms) a
+ *       second. Past either bound the answer is "not gone", and the worker's deadlines end the
+ *       transfer as before.
+ *   <li><b>shm</b>: an endpoint of this process that was closed; a name {@code fi_shm://<pid>:...}
+ *       whose process no longer runs (a peer in another pid namespace would look exited; dma's shm
+ *       peers share the host's); or a region file that no longer exists (shm unlinks it when the
+ *       endpoint closes).
+ *   <li>Other providers (udp;ofi_rxd, efa): no way to look; never gone.
+ * </ul>
+ *
+ * <p>Threads: the endpoint's owner only, like the endpoint; {@link #close()} at the endpoint's
+ * close.
+ */
+final class PeerLiveness implements AutoCloseable {
+  /** How long one call waits for a connection attempt's answer before keeping it for later. */
+  static final long CONNECT_WAIT_NANOS = 500_000L;
+
+  /** How long an address found listening is not tried again. */
+  static final long REPROBE_NANOS = 1_000_000_000L;
+
+  /** Connection attempts started per second at most, over all addresses. */
+  static final int ATTEMPTS_PER_SECOND = 100;
+
+  /** Addresses remembered as listening at most; the oldest is forgotten first. */
+  private static final int MAX_REMEMBERED = 1024;
+
+  /** How long an unanswered attempt is kept for a later call before it is given up. */
+  private static final long PENDING_LIFETIME_NANOS = 10_000_000_000L;
+
+  /** Attempts kept at most; past it, a new address gets no probe until one is answered. */
+  private static final int MAX_PENDING = 64;
+
+  private enum Kind {
+    TCP,
+    SHM,
+    NONE
+  }
+
+  private record Pending(SocketChannel channel, long startedNanos) {}
+
+  private final Kind kind;
+  private final Map<String, Pending> pending = new HashMap<>();
+  // When each address was last found listening, oldest first.
+  private final LinkedHashMap<String, Long> listening =
+      new LinkedHashMap<>(16, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+          return size() > MAX_REMEMBERED;
+        }
+      };
+  // The attempts started in the current one-second window, and when it began.
+  private int attemptsInWindow;
+  private long windowStartNanos = System.nanoTime();
+
+  /**
+   * The check for one provider.
+   *
+   * @param provider the provider name, for example {@code net} or {@code tcp;ofi_rxm}
+   */
+  PeerLiveness(String provider) {
+    if (provider.equals("shm")) {
+      kind = Kind.SHM;
+    } else if (provider.equals("net")
+        || provider.equals("tcp")
+        || provider.startsWith("net;")
+        || provider.startsWith("tcp;")
+        || provider.equals("sockets")) {
+      kind = Kind.TCP;
+    } else {
+      kind = Kind.NONE;
+    }
+  }
+
+  /**
+   * Whether a peer of this provider may hold operations for ever once gone (shm's queue).
+   *
+   * @param provider the provider name
+   */
+  static boolean strandsOperations(String provider) {
+    return provider.equals("shm");
+  }
+
+  /**
+   * The evidence that the endpoint at {@code address} is gone, or null.
+   *
+   * @param address the peer's address bytes, possibly malformed
+   * @return the evidence in words, or null when the endpoint is there or nothing can be told
+   */
+  @Nullable String gone(byte[] address) {
+    return switch (kind) {
+      case SHM -> shmGone(address);
+      case TCP -> tcpGone(address);
+      case NONE -> null;
+    };
+  }
+
+  /** The evidence that an shm peer is gone, or null; also the check before inserting one. */
+  static @Nullable String shmGone(byte[] address) {
+    String name = ShmNames.nameOf(address);
+    if (name == null) {
+      return null;
+    }
+    ShmNames.Local local = ShmNames.local(name);
+    if (local != null) {
+      return local.open ? null : "the shm endpoint " + name + " of this process was closed";
+    }
+    long pid = pidOf(name);
+    if (pid > 0 && ProcessHandle.of(pid).isEmpty()) {
+      return "the process " + pid + " that opened the shm endpoint " + name + " has exited";
+    }
+    if (!ShmNames.regionExists(name)) {
+      return "the shm region of " + name + " no longer exists (the endpoint closed)";
+    }
+    return null;
+  }
+
+  /** The pid of an shm name {@code fi_shm://<pid>:<uid>:<index>}, or 0 for another shape. */
+  private static long pidOf(String name) {
+    int start = ShmNames.SCHEME.length();
+    int end = name.indexOf(':', start);
+    if (end <= start || end - start > 10) {
+      return 0;
+    }
+    long pid = 0;
+    for (int i = start; i < end; i++) {
+      char c = name.charAt(i);
+      if (c < '0' || c > '9') {
+        return 0;
+      }
+      pid = pid * 10 + (c - '0');
+    }
+    return pid;
+  }
+
+  private @Nullable String tcpGone(byte[] address) {
+    InetSocketAddress socket = socketAddressOf(address);
+    if (socket == null) {
+      return null;
+    }
+    long nowNanos = System.nanoTime();
+    dropStale(nowNanos);
+    String key = socket.toString();
+    Pending earlier = pending.remove(key);
+    SocketChannel channel;
+    if (earlier != null) {
+      channel = earlier.channel();
+    } else {
+      Long listened = listening.get(key);
+      if (listened != null && nowNanos - listened < REPROBE_NANOS) {
+        return null;
+      }
+      if (pending.size() >= MAX_PENDING || !mayStartAttempt(nowNanos)) {
+        return null;
+      }
+      try {
+        channel = SocketChannel.open();
+      } catch (IOException noSocket) {
+        return null;
+      }
+      try {
+        channel.configureBlocking(false);
+        if (channel.connect(socket)) {
+          closeQuietly(channel);
+          listening.put(key, nowNanos);
+          return null;
+        }
+      } catch (ConnectException refused) {
+        closeQuietly(channel);
+        return refusedText(address);
+      } catch (IOException | RuntimeException other) {
+        closeQuietly(channel);
+        return null;
+      }
+    }
+    long until = System.nanoTime() + CONNECT_WAIT_NANOS;
+    while (true) {
+      try {
+        if (channel.finishConnect()) {
+          closeQuietly(channel);
+          listening.put(key, nowNanos);
+          return null;
+        }
+      } catch (ConnectException refused) {
+        closeQuietly(channel);
+        return refusedText(address);
+      } catch (IOException | RuntimeException other) {
+        // Unreachable network, no route, timed out: not evidence that the endpoint is gone.
+        closeQuietly(channel);
+        return null;
+      }
+      if (System.nanoTime() - until >= 0) {
+        pending.put(key, new Pending(channel, earlier != null ? earlier.startedNanos() : nowNanos));
+        return null;
+      }
+      LockSupport.parkNanos(20_000L);
+    }
+  }
+
+  /** Counts an attempt against {@link #ATTEMPTS_PER_SECOND}; false when the second's are spent. */
+  private boolean mayStartAttempt(long nowNanos) {
+    if (nowNanos - windowStartNanos >= 1_000_000_000L) {
+      windowStartNanos = nowNanos;
+      attemptsInWindow = 0;
+    }
+    if (attemptsInWindow >= ATTEMPTS_PER_SECOND) {
+      return false;
+    }
+    attemptsInWindow++;
+    return true;
+  }
+
+  private static String refusedText(byte[] address) {
+    return "nothing accepts connections at " + PeerAddressText.of(address) + " any more";
+  }
+
+  /** Gives up attempts unanswered for {@link #PENDING_LIFETIME_NANOS}. */
+  private void dropStale(long nowNanos) {
+    if (pending.isEmpty()) {
+      return;
+    }
+    for (Iterator<Pending> each = pending.values().iterator(); each.hasNext(); ) {
+      Pending attempt = each.next();
+      if (nowNanos - attempt.startedNanos() >= PENDING_LIFETIME_NANOS) {
+        closeQuietly(attempt.channel());
+        each.remove();
+      }
+    }
+  }
+
+  /**
+   * The socket address of a {@code sockaddr_in} or {@code sockaddr_in6} as libfabric holds it
+   * (family in host order, port in network order), or null for anything else.
+   */
+  static @Nullable InetSocketAddress socketAddressOf(byte[] address) {
+    if (address.length < 4) {
+      return null;
+    }
+    int family = (address[0] & 0xff) | (address[1] & 0xff) << 8;
+    int port = (address[2] & 0xff) << 8 | (address[3] & 0xff);
+    byte[] ip;
+    if (family == 2 && address.length == 16) {
+      ip = java.util.Arrays.copyOfRange(address, 4, 8);
+    } else if (family == 10 && address.length == 28) {
+      ip = java.util.Arrays.copyOfRange(address, 8, 24);
+    } else {
+      return null;
+    }
+    if (port == 0) {
+      return null;
+    }
+    try {
+      return new InetSocketAddress(InetAddress.getByAddress(ip), port);
+    } catch (UnknownHostException | IllegalArgumentException malformed) {
+      return null;
+    }
+  }
+
+  private static void closeQuietly(SocketChannel channel) {
+    try {
+      channel.close();
+    } catch (IOException ignored) {
+      // Nothing to do: it is a probe's socket, and it is gone either way.
+    }
+  }
+
+  /** Closes the attempts still unanswered. */
+  @Override
+  public void close() {
+    for (Pending attempt : pending.values()) {
+      closeQuietly(attempt.channel());
+    }
+    pending.clear();
+  }
+}

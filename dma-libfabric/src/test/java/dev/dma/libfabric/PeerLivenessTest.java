@@ -1,0 +1,98 @@
+package dev.dma.libfabric;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.RemoteAccess;
+import dev.dma.spi.ExposedRegion;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * {@link LibfabricEndpoint#peerGone} against real endpoints: an open peer is never gone, and being
+ * probed leaves it serving; a closed one is gone, on every provider that can look.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class PeerLivenessTest {
+
+  static Stream<String> providers() {
+    return Stream.of(
+        "libfabric:tcp;ofi_rxm", "libfabric:sockets", "libfabric:shm", LoopbackTest.xnet());
+  }
+
+  @ParameterizedTest
+  @MethodSource("providers")
+  void anOpenPeerIsNotGoneAndAClosedOneIs(String name) throws InterruptedException {
+    try (Loopback loopback = new Loopback(ErrorPathsTest.opener(name))) {
+      byte[] address = loopback.target.localAddress();
+      for (int i = 0; i < 3; i++) {
+        assertNull(loopback.initiator.peerGone(address), name + ": an open peer looked gone");
+      }
+      // Probed three times, it still serves: the write lands.
+      MemorySegment remote = loopback.arena.allocate(4096, 4096);
+      MemorySegment source = loopback.arena.allocate(4096, 4096);
+      Loopback.fill(source, 7);
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
+        Advertisement ad = region.advertisement();
+        loopback.transfer(true, source, Loopback.remote(ad, 0), ad.remoteKey());
+        assertEquals(-1L, source.mismatch(remote));
+      }
+      loopback.target.close();
+      // An address found listening is not tried again for a second (tcp); shm answers at once.
+      long closedAt = System.nanoTime();
+      String gone = loopback.initiator.peerGone(address);
+      while (gone == null && System.nanoTime() - closedAt < TimeUnit.SECONDS.toNanos(5)) {
+        Thread.sleep(50);
+        gone = loopback.initiator.peerGone(address);
+      }
+      long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - closedAt);
+      assertNotNull(gone, name + ": a closed peer did not look gone");
+      assertTrue(
+          tookMs < TimeUnit.NANOSECONDS.toMillis(PeerLiveness.REPROBE_NANOS) + 500,
+          name + ": took " + tookMs + " ms");
+      assertTrue(gone.contains(PeerAddressText.of(address)), gone);
+    }
+  }
+
+  @Test
+  void shmTellsAnExitedProcessFromALiveOne() throws Exception {
+    // A live process whose region file does not exist: gone (the endpoint closed).
+    long self = ProcessHandle.current().pid();
+    String closed = PeerLiveness.shmGone(shmAddress(self + ":0:99999"));
+    assertNotNull(closed);
+    assertTrue(closed.contains("no longer exists"), closed);
+    // A process that exited: gone, whatever its files.
+    Process exited = new ProcessBuilder("true").start();
+    assertTrue(exited.waitFor(30, TimeUnit.SECONDS));
+    String dead = PeerLiveness.shmGone(shmAddress(exited.pid() + ":0:0"));
+    assertNotNull(dead);
+    assertTrue(dead.contains("has exited"), dead);
+    // Not an shm name: nothing to tell.
+    assertNull(PeerLiveness.shmGone(new byte[] {2, 0, 0, 1, 127, 0, 0, 1}));
+  }
+
+  @Test
+  void udpAndEfaCannotTell() {
+    PeerLiveness rxd = new PeerLiveness("udp;ofi_rxd");
+    byte[] loopbackPort1 = {2, 0, 0, 1, 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    assertNull(rxd.gone(loopbackPort1));
+    assertNull(new PeerLiveness("efa").gone(new byte[32]));
+    // The same address on tcp: port 1 on loopback refuses.
+    try (PeerLiveness tcp = new PeerLiveness("tcp")) {
+      assertNotNull(tcp.gone(loopbackPort1));
+    }
+  }
+
+  private static byte[] shmAddress(String file) {
+    return ("fi_shm://" + file + "\0").getBytes(StandardCharsets.US_ASCII);
+  }
+}
