@@ -45,17 +45,22 @@ public final class DmaException extends RuntimeException {
      */
     DEADLINE,
     /**
-     * The client's incarnation is known to be unreachable: an earlier transfer to the same id and
-     * address passed a deadline, or the provider reported its connection refused, reset or gone. A
-     * transfer carrying the client's new address is served; add the peer again once the same
-     * address is back.
+     * The client's endpoint is gone (it closed, exited or restarted: nothing accepts connections at
+     * its tcp address any more, its shm region or process is gone; the message says {@code its
+     * endpoint is gone:} and what showed it), or its incarnation is known to be unreachable (an
+     * earlier transfer to the same id and address found it gone or passed a deadline), or the
+     * provider reported its connection refused, reset or gone. The same on every provider that can
+     * look at a peer (tcp, sockets, shm, the fake); efa and udp;ofi_rxd cannot, and end such a
+     * transfer at a deadline. A transfer carrying the client's new address is served; ask the
+     * client for its current advertisement; add the peer again once the same address is back.
      */
     PEER_UNREACHABLE,
     /**
      * The target answered and refused the access: wrong key, outside its registered range, no
-     * permission, or an advertisement it no longer honours. On tcp a target that died with the
-     * transfer outstanding is reported the same way (both close the connection): ask the client for
-     * its current advertisement; one that does not answer is gone.
+     * permission, or an advertisement it no longer honours. On tcp both a refusal and a target that
+     * died close the connection; dma then tries a connection to the target's address, and a target
+     * that is gone is reported as {@link #PEER_UNREACHABLE} instead. Ask the client for its current
+     * advertisement; one that does not answer is gone.
      */
     ACCESS_DENIED,
     /**

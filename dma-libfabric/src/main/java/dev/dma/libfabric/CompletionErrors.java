@@ -70,10 +70,9 @@ final class CompletionErrors {
    *       DmaException.Reason#ACCESS_DENIED}: the target closed the connection, which it does when
    *       it refuses a key, range or access (the same mistake gives {@code EACCES} on sockets and
    *       the fake). A peer that closed or died with the operation outstanding looks the same on
-   *       these providers, and the caller's action is the same: ask the client for its current
-   *       advertisement; one that does not answer is gone (its later transfers fail as {@link
-   *       DmaException.Reason#DEADLINE}, then {@link DmaException.Reason#PEER_UNREACHABLE}, since
-   *       no connection can be set up to it).
+   *       these providers; the fabric worker tells them apart by asking {@link
+   *       LibfabricEndpoint#peerGone} (a connection attempt to the address), and reports a gone
+   *       peer as {@link DmaException.Reason#PEER_UNREACHABLE}.
    *   <li>Everything else: {@link DmaException.Reason#ofErrno}.
    * </ul>
    *

@@ -243,7 +243,9 @@ public final class FakeEndpoint implements FabricEndpoint {
    * The reason of an error completion, as dma's libfabric endpoint gives it for the same error on
    * tcp: {@code FI_ECANCELED} (the fake's closed target, tcp's closed connection) is {@link
    * DmaException.Reason#ACCESS_DENIED}, since tcp cannot tell a target that refused from one that
-   * went away; the rest is what the error number says. Keeps a test on the fake choosing the same
+   * went away (the worker then asks {@link #peerGone}, and reports a closed target as {@link
+   * DmaException.Reason#PEER_UNREACHABLE}, as it does on tcp); the rest is what the error number
+   * says. Keeps a test on the fake choosing the same
    * action as the server will on tcp (dma-it's conformance suite checks both).
    */
   private static DmaException.Reason reasonOf(int errno) {

@@ -369,7 +369,8 @@ class FabricWorkerTest {
     assertTrue(service.submit(write(1, local(1, 64, 0), false)));
     DmaException error = recorder.take().outcome().error();
     assertEquals(DmaException.Kind.FABRIC, error.kind());
-    assertTrue(error.getMessage().startsWith("fi_av_insert"), error.getMessage());
+    assertTrue(error.getMessage().startsWith("client 1 at "), error.getMessage());
+    assertTrue(error.getMessage().contains(": fi_av_insert: "), error.getMessage());
     // Post failed outright, so it was accounted without a reap: the client can leave cleanly.
     assertEquals(0, service.outstanding());
     assertTrue(service.submit(write(1, local(2, 64, 0), false)));
