@@ -198,7 +198,7 @@ final class PeerLiveness implements AutoCloseable {
         }
       } catch (ConnectException refused) {
         closeQuietly(channel);
-        return refusedText(address);
+        return refusedText(refused, address);
       } catch (IOException | RuntimeException other) {
         closeQuietly(channel);
         return null;
@@ -214,7 +214,7 @@ final class PeerLiveness implements AutoCloseable {
         }
       } catch (ConnectException refused) {
         closeQuietly(channel);
-        return refusedText(address);
+        return refusedText(refused, address);
       } catch (IOException | RuntimeException other) {
         // Unreachable network, no route, timed out: not evidence that the endpoint is gone.
         closeQuietly(channel);
@@ -241,7 +241,15 @@ final class PeerLiveness implements AutoCloseable {
     return true;
   }
 
-  private static String refusedText(byte[] address) {
+  /**
+   * The evidence of a refused attempt, or null for a {@link ConnectException} that is not a refusal
+   * (a timeout is one too, and says nothing about the peer).
+   */
+  private static @Nullable String refusedText(ConnectException failure, byte[] address) {
+    String why = failure.getMessage();
+    if (why == null || !why.toLowerCase(java.util.Locale.ROOT).contains("refused")) {
+      return null;
+    }
     return "nothing accepts connections at " + PeerAddressText.of(address) + " any more";
   }
 
