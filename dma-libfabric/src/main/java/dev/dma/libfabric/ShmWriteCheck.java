@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.Native;
 import java.lang.foreign.Arena;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The check that stands between shm's success completion of a write and the caller, on libfabric
@@ -52,17 +53,17 @@ import java.lang.foreign.Arena;
  * comes from the endpoint's arena, freed after {@code fi_close(ep)}.
  */
 final class ShmWriteCheck {
-  /** No check: the slot holds no write, or its check is over. */
-  static final byte NONE = 0;
+  // A slot's state: these bits, all clear when it holds no checked write (or its outcome was
+  // delivered). Its outcome is delivered once none of the three is set.
 
-  /** A write posted, its completion not yet seen. */
-  static final byte WRITE_POSTED = 1;
+  /** The write's completion is still to come. */
+  static final byte WRITE_OPEN = 1;
 
-  /** shm reported the write done; the check is still to be posted (it met -FI_EAGAIN). */
-  static final byte CHECK_PENDING = 2;
+  /** The check is posted (on the slot's check context); its completion is still to come. */
+  static final byte CHECK_OPEN = 2;
 
-  /** The check is posted on the slot's context. */
-  static final byte CHECK_POSTED = 3;
+  /** The check is still to be posted: it met -FI_EAGAIN and waits in the deferred queue. */
+  static final byte CHECK_OWED = 4;
 
   /** Bytes sampled at each end of the write. */
   static final int SAMPLE = 8;
@@ -75,8 +76,14 @@ final class ShmWriteCheck {
   final long[] lengthBytes;
   // Whether the source's sampled bytes were all zero, so the operand is ones (FI_BAND).
   final boolean[] ones;
+  // The failure to deliver once nothing is open (null: none, the write is delivered done), and
+  // whether it was the write's own error entry (its bounce buffer is then given up).
+  final @Nullable String[] failMessage;
+  final int[] failErrno;
+  final int[] failProviderErrno;
+  final boolean[] writeErrored;
 
-  // Slots whose check met -FI_EAGAIN, in order; each at most once (state CHECK_PENDING).
+  // Slots whose check met -FI_EAGAIN, in order; each at most once (state CHECK_OWED).
   private final int[] pending;
   private int pendingHead;
   private int pendingCount;
@@ -101,6 +108,10 @@ final class ShmWriteCheck {
     remoteKey = new long[slots];
     lengthBytes = new long[slots];
     ones = new boolean[slots];
+    failMessage = new String[slots];
+    failErrno = new int[slots];
+    failProviderErrno = new int[slots];
+    writeErrored = new boolean[slots];
     pending = new int[slots];
     long operands = 4L * SAMPLE;
     long resultBytes = (long) slots * 2 * SAMPLE;
@@ -139,7 +150,9 @@ final class ShmWriteCheck {
    * may not touch it.
    */
   void posted(int slot, long peer, long source, long length, long address, long key) {
-    state[slot] = WRITE_POSTED;
+    state[slot] = WRITE_OPEN;
+    failMessage[slot] = null;
+    writeErrored[slot] = false;
     this.peer[slot] = peer;
     remoteAddress[slot] = address;
     remoteKey[slot] = key;
@@ -193,9 +206,29 @@ final class ShmWriteCheck {
     return false;
   }
 
+  /** Records the slot's failure unless one is recorded already (the first cause wins). */
+  void fail(int slot, int errno, int providerErrno, String text) {
+    if (failMessage[slot] == null) {
+      failMessage[slot] = text;
+      failErrno[slot] = errno;
+      failProviderErrno[slot] = providerErrno;
+    }
+  }
+
+  /** Whether a check to {@code peer} is still owed (deferred): a later write to it must wait. */
+  boolean owes(long peer) {
+    for (int i = 0; i < pendingCount; i++) {
+      int at = pendingHead + i;
+      if (this.peer[pending[at >= pending.length ? at - pending.length : at]] == peer) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Queues a slot whose check met -FI_EAGAIN. */
   void defer(int slot) {
-    state[slot] = CHECK_PENDING;
+    state[slot] |= CHECK_OWED;
     int tail = pendingHead + pendingCount;
     pending[tail >= pending.length ? tail - pending.length : tail] = slot;
     pendingCount++;
@@ -223,7 +256,8 @@ final class ShmWriteCheck {
 
   /** The endpoint was reset: nothing posted before survives, no check is owed. */
   void clear() {
-    java.util.Arrays.fill(state, NONE);
+    java.util.Arrays.fill(state, (byte) 0);
+    java.util.Arrays.fill(failMessage, null);
     pendingHead = 0;
     pendingCount = 0;
   }
