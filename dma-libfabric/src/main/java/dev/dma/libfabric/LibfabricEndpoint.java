@@ -73,16 +73,17 @@ import org.jspecify.annotations.Nullable;
  *         returns the command without {@code SMR_OP_ERROR})</td><td>not refused, as on 1.17 (with
  *         CMA); without CMA reported done, the landing buffer holding stale bytes of an earlier
  *         transfer from shm's bounce buffers</td><td>writes:
- *         {@code ShmWriteCheck}, a fetching atomic on the write's first and last bytes before its
- *         success is delivered, so a refused write fails {@code FI_EACCES} ({@code
- *         ACCESS_DENIED}) within a round trip; reads: none (no key is checked with CMA, and
+ *         {@code ShmWriteCheck}, a fetching atomic on the write's first and last bytes posted
+ *         right behind it, whose result decides the write's outcome, so a refused write fails
+ *         {@code FI_EACCES} ({@code ACCESS_DENIED}) in the same round trip; reads: none (no key is checked with CMA, and
  *         without it a landing-buffer nonce would be overwritten by the stale bytes); the
  *         first page as above</td></tr>
  *   </tbody>
  * </table>
  *
- * The check costs one more round trip to the target per shm write on 2.5+ only; on other versions
- * and other providers its field is null and the data path reads it once per completion.
+ * The check costs one more command per shm write on 2.5+ only, handled by the target in the same
+ * pass as the write; on other versions and other providers its field is null and the data path
+ * reads it once per post and completion.
  *
  * <h2>What a failure leaves behind, per provider</h2>
  *
@@ -1035,8 +1036,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
 
   /**
    * A success entry of context {@code index} (a slot's own, or at {@code slots} and up its write's
-   * check): the slot whose outcome is now due ({@link ShmWriteCheck#failMessage} says which), or
-   * -1 while the slot's other operation is still open.
+   * check): the slot whose outcome is now due ({@link ShmWriteCheck#failMessage} says which), or -1
+   * while the slot's other operation is still open.
    */
   private int checkedSuccess(ShmWriteCheck writeCheck, int index) {
     if (index < slots) {
@@ -1057,8 +1058,8 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   /**
-   * An error entry of context {@code index}: as {@link #checkedSuccess}, with the failure
-   * recorded. The write's own error wins over whatever its check found.
+   * An error entry of context {@code index}: as {@link #checkedSuccess}, with the failure recorded.
+   * The write's own error wins over whatever its check found.
    */
   private int checkedError(
       ShmWriteCheck writeCheck, int index, int errno, int providerErrno, String message) {
@@ -1153,7 +1154,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   private static String refusedMessage() {
     return CompletionMessages.of(Abi.FI_EACCES, Native.strerror(Abi.FI_EACCES))
         + "; shm reported the write done, but the target refused its remote key, address range"
-          + " or access (found by a fetching atomic on the write's first and last bytes: shm on"
+        + " or access (found by a fetching atomic on the write's first and last bytes: shm on"
         + " libfabric 2.5+ reports refused writes as done)";
   }
 

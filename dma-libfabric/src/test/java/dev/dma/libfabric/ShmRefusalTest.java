@@ -152,12 +152,12 @@ class ShmRefusalTest {
   }
 
   /**
-   * A burst of writes posted back to back, each check right behind its write
-   * ({@link ShmWriteCheck}): inject (64 B, 4 KiB) and cross-memory attach (64 KiB) writes into a
-   * region of zeros, with sources whose ends are not zero, so the check's operand is zeros. A check
-   * the target handled before its write's bytes landed would read the zeros there, the operand,
-   * and fail a write that landed; a check that misjudged the refused write would let it through.
-   * On 2.5+ the refused write sits in the middle of the burst, and exactly it fails ({@code
+   * A burst of writes posted back to back, each check right behind its write ({@link
+   * ShmWriteCheck}): inject (64 B, 4 KiB) and cross-memory attach (64 KiB) writes into a region of
+   * zeros, with sources whose ends are not zero, so the check's operand is zeros. A check the
+   * target handled before its write's bytes landed would read the zeros there, the operand, and
+   * fail a write that landed; a check that misjudged the refused write would let it through. On
+   * 2.5+ the refused write sits in the middle of the burst, and exactly it fails ({@code
    * FI_EACCES}), the target untouched in its range, while every other write succeeds with its bytes
    * there; before 2.5 it goes last (shm completes in post order there, and a refused write never
    * completes), and the others succeed.
@@ -183,7 +183,8 @@ class ShmRefusalTest {
               java.lang.foreign.ValueLayout.JAVA_BYTE, sources[i].byteSize() - 1, (byte) 0x5c);
           long key = i == refused ? ad.remoteKey() + 12345 : ad.remoteKey();
           int rc =
-              loopback.post(true, i, loopback.peer, sources[i], ad.remoteAddress() + i * stride, key);
+              loopback.post(
+                  true, i, loopback.peer, sources[i], ad.remoteAddress() + i * stride, key);
           assertEquals(FabricEndpoint.POSTED, rc, () -> loopback.initiator.errorText(rc));
         }
         for (int i = 0; i < writes; i++) {
