@@ -75,8 +75,10 @@ import org.jspecify.annotations.Nullable;
  * 2.6 times the rate in the quieter rounds (1,187-1,780 against 563-688 MB/s); against a build
  * without any check, 0.57 to 1.06 of its rate over seven rounds (median 0.87); in the same rounds
  * 1.17 gave 0.14 to 1.78 of 2.1's rate, and 2.6 with the check lay between them (median 1.35 of
- * 1.17's, 0.62 of 2.1's). Before, with the check after the completion (dma-bench, {@code
- * --processes 2}, writes): 64 B at window 1 at 0.52 of the unchecked rate.
+ * 1.17's, 0.62 of 2.1's). 64 B at window 1 across processes ({@code --processes 2}): the check
+ * after the completion had cost 0.52 of the unchecked rate; right behind the write, 1.13 and 1.41
+ * times that build's rate in two alternating rounds (p50 124-125 against 172-178 us, on a host
+ * loaded by another build).
  *
  * <p>Threads: the endpoint's owner (the fabric worker) only, as the endpoint itself. Native memory
  * comes from the endpoint's arena, freed after {@code fi_close(ep)}.
