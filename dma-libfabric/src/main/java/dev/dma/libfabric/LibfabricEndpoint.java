@@ -73,16 +73,17 @@ import org.jspecify.annotations.Nullable;
  *         returns the command without {@code SMR_OP_ERROR})</td><td>not refused, as on 1.17 (with
  *         CMA); without CMA reported done, the landing buffer holding stale bytes of an earlier
  *         transfer from shm's bounce buffers</td><td>writes:
- *         {@code ShmWriteCheck}, a fetching atomic on the write's first and last bytes before its
- *         success is delivered, so a refused write fails {@code FI_EACCES} ({@code
- *         ACCESS_DENIED}) within a round trip; reads: none (no key is checked with CMA, and
+ *         {@code ShmWriteCheck}, a fetching atomic on the write's first and last bytes posted
+ *         right behind it, whose result decides the write's outcome, so a refused write fails
+ *         {@code FI_EACCES} ({@code ACCESS_DENIED}) in the same round trip; reads: none (no key is checked with CMA, and
  *         without it a landing-buffer nonce would be overwritten by the stale bytes); the
  *         first page as above</td></tr>
  *   </tbody>
  * </table>
  *
- * The check costs one more round trip to the target per shm write on 2.5+ only; on other versions
- * and other providers its field is null and the data path reads it once per completion.
+ * The check costs one more command per shm write on 2.5+ only, handled by the target in the same
+ * pass as the write; on other versions and other providers its field is null and the data path
+ * reads it once per post and completion.
  *
  * <h2>What a failure leaves behind, per provider</h2>
  *
@@ -191,9 +192,11 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   private final long errorEntryBytes;
   private final long strerrorBuffer;
 
-  // Op slots.
+  // Op slots, and the contexts in the slab: the slots' own, then (shm 2.5+) one per slot for its
+  // write's check.
   private long slabBase;
   private int slots;
+  private int contexts;
 
   // Completions read by progress() that belong to this endpoint's own operations, kept for reap().
   private int[] queuedSlot = new int[0];
@@ -660,13 +663,18 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
     // Each slot is an fi_context2 the provider may write until the operation completes; the slab
     // lives in the endpoint's arena, freed only after fi_close(ep), so it outlives every operation.
-    slabBase = arena.allocate(count * Abi.CONTEXT2_SIZE, 64).address();
+    // On shm 2.5+ each slot has a second context, for its write's check (ShmWriteCheck), right
+    // after the slots' own: both operations are in flight at once.
+    boolean checked =
+        Quirks.shmReportsRefusedRmaAsDone(objects.facts.providerName(), Libfabric.version());
+    contexts = checked ? 2 * count : count;
+    slabBase = arena.allocate(contexts * Abi.CONTEXT2_SIZE, 64).address();
     slots = count;
     if ("shm".equals(objects.facts.providerName())) {
       bounce = new ShmBounce(count);
       refuseFirstPage = objects.facts.virtualAddressing();
     }
-    if (Quirks.shmReportsRefusedRmaAsDone(objects.facts.providerName(), Libfabric.version())) {
+    if (checked) {
       ShmWriteCheck writeCheck = new ShmWriteCheck(count, arena);
       if (objects.facts.requiresLocalMr()) {
         long mr =
@@ -699,15 +707,6 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   /** The first page, which no process maps (Linux's {@code vm.mmap_min_addr} is at least this). */
   private static final long FIRST_PAGE = 4096;
 
-  // What a success entry becomes (see verdict).
-  private static final int DELIVER = 0;
-  private static final int HELD = 1;
-  private static final int REFUSED = 2;
-  private static final int UNCHECKED = 3;
-
-  // The code of the last check post that failed outright (verdict UNCHECKED).
-  private int uncheckedCode;
-
   private boolean postable(int slot, long peer) {
     return slot >= 0 && slot < slots && peers.isLive(peer);
   }
@@ -735,6 +734,14 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (refuseFirstPage && Long.compareUnsigned(remoteAddress, FIRST_PAGE) < 0) {
       return -Errno.FI_EFAULT;
     }
+    ShmWriteCheck writeCheck = check;
+    if (writeCheck != null && writeCheck.deferred() > 0) {
+      // A check still owed goes first; no later write to its peer may overtake it (ShmWriteCheck).
+      postDeferredChecks();
+      if (writeCheck.owes(peer)) {
+        return -Abi.FI_EAGAIN;
+      }
+    }
     ShmBounce shm = bounce;
     // The copy into the bounce buffer comes first, outside the peer's lock below.
     long from =
@@ -755,9 +762,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if (shm != null && descriptor == 0) {
       shm.posted(slot, from, code == POSTED);
     }
-    ShmWriteCheck writeCheck = check;
     if (writeCheck != null && code == POSTED) {
       writeCheck.posted(slot, peer, localAddress, lengthBytes, remoteAddress, remoteKey);
+      checkBehind(writeCheck, slot);
     }
     return code;
   }
@@ -880,7 +887,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       return -1;
     }
     long slot = offset / Abi.CONTEXT2_SIZE;
-    return slot < slots ? (int) slot : -1;
+    return slot < contexts ? (int) slot : -1;
   }
 
   private long cqRead(int count) {
@@ -940,18 +947,29 @@ public final class LibfabricEndpoint implements FabricEndpoint {
             unknown++;
             continue;
           }
-          int verdict = check == null ? DELIVER : verdict(slot);
-          if (verdict == HELD) {
-            continue;
+          ShmWriteCheck writeCheck = check;
+          if (writeCheck != null) {
+            slot = checkedSuccess(writeCheck, slot);
+            if (slot < 0) {
+              continue; // held: the slot's other operation is still open
+            }
+            String failure = writeCheck.failMessage[slot];
+            if (failure != null) {
+              writeCheck.failMessage[slot] = null;
+              int errno = writeCheck.failErrno[slot];
+              settle(slot, !writeCheck.writeErrored[slot]);
+              sink.failed(
+                  slot,
+                  CompletionErrors.reason(objects.facts.providerName(), errno),
+                  errno,
+                  writeCheck.failProviderErrno[slot],
+                  failure);
+              delivered++;
+              continue;
+            }
           }
-          if (verdict == DELIVER) {
-            settle(slot, true);
-            sink.completed(slot);
-          } else {
-            // shm returned the command: nothing will read the bounce buffer again.
-            settle(slot, true);
-            sink.failed(slot, checkErrno(verdict), 0, checkMessage(verdict));
-          }
+          settle(slot, true);
+          sink.completed(slot);
           delivered++;
         }
         if (unknown != 0) {
@@ -965,13 +983,28 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           break;
         }
         if (errorSlot >= 0) {
-          String message = checkFailed(errorSlot, errorMessage);
-          settle(errorSlot, false);
+          int slot = errorSlot;
+          int errno = errorErrno;
+          int providerErrno = errorProviderErrno;
+          String message = errorMessage;
+          ShmWriteCheck writeCheck = check;
+          if (writeCheck != null) {
+            slot = checkedError(writeCheck, slot, errno, providerErrno, message);
+            if (slot < 0) {
+              continue; // held: the slot's other operation is still open
+            }
+            errno = writeCheck.failErrno[slot];
+            providerErrno = writeCheck.failProviderErrno[slot];
+            String failure = writeCheck.failMessage[slot];
+            writeCheck.failMessage[slot] = null;
+            message = failure != null ? failure : message;
+          }
+          settle(slot, false);
           sink.failed(
-              errorSlot,
-              CompletionErrors.reason(objects.facts.providerName(), errorErrno),
-              errorErrno,
-              errorProviderErrno,
+              slot,
+              CompletionErrors.reason(objects.facts.providerName(), errno),
+              errno,
+              providerErrno,
               message);
           delivered++;
         }
@@ -987,35 +1020,74 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   // The write check on shm 2.5+ (ShmWriteCheck): the owner thread, inside reap and progress.
 
   /**
-   * What a success entry of {@code slot} becomes: delivered, held while its write is checked, or
-   * the refusal the check found.
+   * Posts the check of the write just posted on {@code slot}, right behind it (ShmWriteCheck says
+   * why the target then handles it after the write's bytes landed). One that meets -FI_EAGAIN is
+   * owed: posted by the next reap, progress or write, before any later write to that peer.
    */
-  private int verdict(int slot) {
-    ShmWriteCheck writeCheck = check;
-    if (writeCheck == null) {
-      return DELIVER;
+  private void checkBehind(ShmWriteCheck writeCheck, int slot) {
+    int code = postCheck(writeCheck, slot);
+    if (code == POSTED) {
+      writeCheck.state[slot] |= ShmWriteCheck.CHECK_OPEN;
+    } else if (code == AGAIN) {
+      writeCheck.defer(slot);
+    } else {
+      // The write's own completion delivers this failure.
+      writeCheck.fail(slot, Math.abs(code), 0, uncheckedMessage(code));
     }
+  }
+
+  /**
+   * A success entry of context {@code index} (a slot's own, or at {@code slots} and up its write's
+   * check): the slot whose outcome is now due ({@link ShmWriteCheck#failMessage} says which), or -1
+   * while the slot's other operation is still open.
+   */
+  private int checkedSuccess(ShmWriteCheck writeCheck, int index) {
+    if (index < slots) {
+      // A read, or a write whose check is over or still to come.
+      writeCheck.state[index] &= (byte) ~ShmWriteCheck.WRITE_OPEN;
+      return writeCheck.state[index] == 0 ? index : -1;
+    }
+    int slot = index - slots;
     byte state = writeCheck.state[slot];
-    if (state == ShmWriteCheck.WRITE_POSTED) {
-      // shm reported the write done: check it before the caller hears of it.
-      int code = postCheck(writeCheck, slot);
-      if (code == POSTED) {
-        writeCheck.state[slot] = ShmWriteCheck.CHECK_POSTED;
-        return HELD;
-      }
-      if (code == AGAIN) {
-        writeCheck.defer(slot);
-        return HELD;
-      }
-      writeCheck.state[slot] = ShmWriteCheck.NONE;
-      uncheckedCode = code;
-      return UNCHECKED;
+    if ((state & ShmWriteCheck.CHECK_OPEN) == 0) {
+      return -1; // no check of this slot is open: nothing to deliver
     }
-    if (state == ShmWriteCheck.CHECK_POSTED) {
-      writeCheck.state[slot] = ShmWriteCheck.NONE;
-      return writeCheck.accepted(slot) ? DELIVER : REFUSED;
+    writeCheck.state[slot] = (byte) (state & ~ShmWriteCheck.CHECK_OPEN);
+    if (!writeCheck.accepted(slot)) {
+      writeCheck.fail(slot, Abi.FI_EACCES, 0, refusedMessage());
     }
-    return DELIVER;
+    return writeCheck.state[slot] == 0 ? slot : -1;
+  }
+
+  /**
+   * An error entry of context {@code index}: as {@link #checkedSuccess}, with the failure recorded.
+   * The write's own error wins over whatever its check found.
+   */
+  private int checkedError(
+      ShmWriteCheck writeCheck, int index, int errno, int providerErrno, String message) {
+    if (index < slots) {
+      writeCheck.state[index] &= (byte) ~ShmWriteCheck.WRITE_OPEN;
+      writeCheck.failMessage[index] = null;
+      writeCheck.fail(index, errno, providerErrno, message);
+      writeCheck.writeErrored[index] = true;
+      return writeCheck.state[index] == 0 ? index : -1;
+    }
+    int slot = index - slots;
+    byte state = writeCheck.state[slot];
+    if ((state & ShmWriteCheck.CHECK_OPEN) == 0) {
+      return -1;
+    }
+    writeCheck.state[slot] = (byte) (state & ~ShmWriteCheck.CHECK_OPEN);
+    writeCheck.fail(
+        slot, errno, providerErrno, "the check that shm's write landed failed: " + message);
+    return writeCheck.state[slot] == 0 ? slot : -1;
+  }
+
+  /** Queues a slot's due outcome for the next reap. */
+  private void enqueueOutcome(ShmWriteCheck writeCheck, int slot) {
+    String failure = writeCheck.failMessage[slot];
+    writeCheck.failMessage[slot] = null;
+    enqueue(slot, writeCheck.failErrno[slot], writeCheck.failProviderErrno[slot], failure);
   }
 
   /** Posts the checks that met -FI_EAGAIN, oldest first, until one meets it again. */
@@ -1027,16 +1099,20 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     while (writeCheck.deferred() > 0) {
       int slot = writeCheck.takeDeferred();
       int code = postCheck(writeCheck, slot);
-      if (code == POSTED) {
-        writeCheck.state[slot] = ShmWriteCheck.CHECK_POSTED;
-      } else if (code == AGAIN) {
+      if (code == AGAIN) {
         writeCheck.keepDeferred(slot);
         return;
+      }
+      byte state = (byte) (writeCheck.state[slot] & ~ShmWriteCheck.CHECK_OWED);
+      if (code == POSTED) {
+        writeCheck.state[slot] = (byte) (state | ShmWriteCheck.CHECK_OPEN);
       } else {
-        // Delivered by the next reap, from the queue (each slot is queued at most once).
-        writeCheck.state[slot] = ShmWriteCheck.NONE;
-        uncheckedCode = code;
-        enqueue(slot, checkErrno(UNCHECKED), 0, checkMessage(UNCHECKED));
+        writeCheck.state[slot] = state;
+        writeCheck.fail(slot, Math.abs(code), 0, uncheckedMessage(code));
+        if (state == 0 && queueSize < queuedSlot.length) {
+          // The write completed already; delivered by the next reap, from the queue.
+          enqueueOutcome(writeCheck, slot);
+        }
       }
     }
   }
@@ -1060,7 +1136,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   }
 
   private int fetchAtomic(ShmWriteCheck writeCheck, int slot) {
-    writeCheck.prepare(slot, slabBase + slot * Abi.CONTEXT2_SIZE);
+    writeCheck.prepare(slot, slabBase + (long) (slots + slot) * Abi.CONTEXT2_SIZE);
     try {
       return (int)
           (long)
@@ -1077,35 +1153,19 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
   }
 
-  private int checkErrno(int verdict) {
-    return verdict == REFUSED ? Abi.FI_EACCES : Math.abs(uncheckedCode);
+  private static String refusedMessage() {
+    return CompletionMessages.of(Abi.FI_EACCES, Native.strerror(Abi.FI_EACCES))
+        + "; shm reported the write done, but the target refused its remote key, address range"
+        + " or access (found by a fetching atomic on the write's first and last bytes: shm on"
+        + " libfabric 2.5+ reports refused writes as done)";
   }
 
-  private String checkMessage(int verdict) {
-    if (verdict == REFUSED) {
-      return CompletionMessages.of(Abi.FI_EACCES, Native.strerror(Abi.FI_EACCES))
-          + "; shm reported the write done, but the target refused its remote key, address range"
-          + " or access (found by a fetching atomic on the write's first and last bytes: shm on"
-          + " libfabric 2.5+ reports refused writes as done)";
-    }
-    return "shm reported the write done, but the check that it landed could not be posted: "
-        + errorText(uncheckedCode)
+  private String uncheckedMessage(int code) {
+    return "shm took the write, but the check that it landed could not be posted: "
+        + errorText(code)
         + " ("
-        + uncheckedCode
+        + code
         + ")";
-  }
-
-  /** An error entry's message, saying so when it ended a write's check rather than the write. */
-  private String checkFailed(int slot, String message) {
-    ShmWriteCheck writeCheck = check;
-    if (writeCheck == null || writeCheck.state[slot] == ShmWriteCheck.NONE) {
-      return message;
-    }
-    boolean checking = writeCheck.state[slot] == ShmWriteCheck.CHECK_POSTED;
-    writeCheck.state[slot] = ShmWriteCheck.NONE;
-    return checking
-        ? "shm reported the write done, but the check that it landed failed: " + message
-        : message;
   }
 
   /** Before a slot's completion is delivered: on shm, settles its bounce buffer. */
@@ -1312,16 +1372,28 @@ public final class LibfabricEndpoint implements FabricEndpoint {
           orphanCompletions++;
           continue;
         }
-        int verdict = check == null ? DELIVER : verdict(slot);
-        if (verdict == DELIVER) {
+        ShmWriteCheck writeCheck = check;
+        if (writeCheck != null) {
+          slot = checkedSuccess(writeCheck, slot);
+          if (slot >= 0) {
+            enqueueOutcome(writeCheck, slot);
+          }
+        } else {
           enqueue(slot, 0, 0, null);
-        } else if (verdict != HELD) {
-          enqueue(slot, checkErrno(verdict), 0, checkMessage(verdict));
         }
       }
     } else if (n == -Abi.FI_EAVAIL) {
       if (readError() && errorSlot >= 0 && queueSize < queuedSlot.length) {
-        enqueue(errorSlot, errorErrno, errorProviderErrno, checkFailed(errorSlot, errorMessage));
+        ShmWriteCheck writeCheck = check;
+        if (writeCheck != null) {
+          int slot =
+              checkedError(writeCheck, errorSlot, errorErrno, errorProviderErrno, errorMessage);
+          if (slot >= 0) {
+            enqueueOutcome(writeCheck, slot);
+          }
+        } else {
+          enqueue(errorSlot, errorErrno, errorProviderErrno, errorMessage);
+        }
       }
     } else if (n != -Abi.FI_EAGAIN) {
       throw new DmaException(
@@ -1390,6 +1462,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       bounce.close();
     }
     slots = 0;
+    contexts = 0;
     peers.clear();
     if (endpointFailure != null) {
       // The provider may still write op contexts into the slab: leave it to the arena's owner

@@ -7,25 +7,52 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.Native;
 import java.lang.foreign.Arena;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The check that stands between shm's success completion of a write and the caller, on libfabric
  * 2.5 and later ({@link Quirks#shmReportsRefusedRmaAsDone}): there shm reports a write whose remote
  * key, range or access the target refused as done, and nothing lands.
  *
- * <p>How: once shm reports the write done, one fetching atomic goes to the same peer with the same
- * key over the write's first and last {@code n = min(8, length)} bytes, with an operand that leaves
- * them as they are ({@code FI_BOR} with zeros, or {@code FI_BAND} with ones when the source's
- * sampled bytes are all zero). The target verifies the atomic's key and both ranges as it verified
- * the write's (same key, the write's two ends, write access, plus read access), so it accepts the
- * atomic exactly when it accepted the write. Accepted, the result holds the target's bytes there,
- * which are the source's (the write landed before its completion); refused, shm 2.5+ hands back the
- * operand it sent in its own inject buffer. The operand was chosen to differ from the source's
- * bytes, so the two outcomes never look alike; the write is reported done only when the result
- * differs from the operand. The verdict is deterministic: no nonce, no probability. It is wrong
- * only when another peer overwrote exactly those bytes with the operand's value between the write
- * and the check (a refusal is then reported for a write that landed and was overwritten), or when
- * the target re-registered the region in between.
+ * <p>What: one fetching atomic per write, posted right behind the write (both in flight at once,
+ * the check on the slot's second context), to the same peer with the same key over the write's
+ * first and last {@code n = min(8, length)} bytes, with an operand that leaves them as they are
+ * ({@code FI_BOR} with zeros, or {@code FI_BAND} with ones when the source's sampled bytes are all
+ * zero). The write reaches the caller only once both completions are in: done when the write
+ * succeeded and the check's result differs from the operand, {@code FI_EACCES} when the result is
+ * the operand, the write's own error when it failed (that wins), the check's error otherwise.
+ *
+ * <p>Why a done is sound: the target verifies the atomic's key and both ranges as it verified the
+ * write's (same key, the write's two ends inside the one contiguous region the key names, write
+ * access, plus read access), so it accepts the check only when it accepts the write, whichever it
+ * handles first; and an accepted write of these protocols has landed when its success completion is
+ * written (a failed copy sets {@code SMR_OP_ERROR}, an error completion). Refused, shm 2.5+ hands
+ * back the operand it sent in its own inject buffer ({@code smr_progress_return_entry}); the result
+ * starts as the operand, so a check that wrote nothing is a refusal too. No nonce, no probability.
+ *
+ * <p>Why a refusal is sound, that is why the accepted check reads the write's bytes and not the
+ * bytes before it (which could equal the operand), from 2.6's {@code prov/shm/src}: the target
+ * takes a peer's commands from its one command queue in queue order, one at a time ({@code
+ * smr_progress_cmd}), and this endpoint's posts enter that queue in post order. A write of at most
+ * 4 KiB is an inject command ({@code smr_select_proto} with {@code FI_DELIVERY_COMPLETE}) whose
+ * bytes the target copies inside {@code smr_progress_inject}; a larger one, with cross-memory
+ * attach, an iov command the target copies inside {@code smr_progress_iov} ({@code
+ * process_vm_readv}); both before it takes the next command, the check. Without CMA a larger write
+ * goes through shm's bounce buffers in several rounds (SAR), but then the peer's {@code sar_status}
+ * makes the check's post answer {@code -FI_EAGAIN} ({@code smr_generic_atomic}) until the last
+ * round was copied out. A check that meets {@code -FI_EAGAIN} is owed: posted at the next reap,
+ * progress or write, and until then a write to that peer answers {@code -FI_EAGAIN} without being
+ * posted, so none of this endpoint's later writes gets between a write and its check. The verdict
+ * is wrong only when another process overwrote exactly the sampled bytes with the operand's value
+ * between the write and the check (a refusal is then reported for a write that landed), or when the
+ * target re-registered the region in between. {@code ShmRefusalTest} posts bursts into zeroed
+ * memory (a check handled before its write fails that test) with a refused write among them.
+ *
+ * <p>Not done: one check per batch of writes (same peer and key, the batch's lowest and highest
+ * byte), posted at the next reap. Measured slower than a check per write (64 KiB, one process, two
+ * busy loops, five alternating rounds: 646-1,043 against 851-1,834 MB/s, slower in four): the
+ * batch's writes all wait for its one check, so completions come in bursts and the window empties
+ * between them.
  *
  * <p>Why not a read: shm checks no key for a read (with CMA the initiator copies the target's bytes
  * itself, ShmRefusalTest), and without CMA a read the target refuses is reported done with stale
@@ -40,29 +67,34 @@ import java.lang.foreign.Arena;
  * writes is registered readable too ({@code Registrations.expose}); a target of another kind that
  * registers a region write-only gets every write to it reported refused.
  *
- * <p>Cost, on shm 2.5+ only (other versions and providers never create it): one more round trip to
- * the target per write, after the write's own. Measured on 2.6 (dma-bench, {@code --processes 2},
- * writes, four alternating rounds of the build without and with it, same run): 64 B at window 1
- * went from 483k-503k to 255k-263k transfers/s (p50 1.4-1.5 to 3.0-3.5 us), 0.52 of the rate; 64
- * KiB at window 16 from 6.3-7.2 GB/s to 5.9-8.6 GB/s, the same within the noise. A check posted
- * right behind a write of at most 4 KiB (which the target copies in command order) would save the
- * round trip; not done.
+ * <p>Cost, on shm 2.5+ only (other versions and providers never create it): one more command per
+ * write, which the target handles in the same pass as the write, and one more completion; no second
+ * round trip. Measured with {@code dma-bench run -p libfabric:shm -s 64k -o write -t 2s
+ * --no-progress} (one process, two busy loops beside it, builds and versions alternated in one
+ * session on a shared 2-core host): against the check posted after the write's completion, 2.1 to
+ * 2.6 times the rate in the quieter rounds (1,187-1,780 against 563-688 MB/s); against a build
+ * without any check, 0.57 to 1.06 of its rate over seven rounds (median 0.87); in the same rounds
+ * 1.17 gave 0.14 to 1.78 of 2.1's rate, and 2.6 with the check lay between them (median 1.35 of
+ * 1.17's, 0.62 of 2.1's). 64 B at window 1 across processes ({@code --processes 2}): the check
+ * after the completion had cost 0.52 of the unchecked rate; right behind the write, 1.13 and 1.41
+ * times that build's rate in two alternating rounds (p50 124-125 against 172-178 us, on a host
+ * loaded by another build).
  *
  * <p>Threads: the endpoint's owner (the fabric worker) only, as the endpoint itself. Native memory
  * comes from the endpoint's arena, freed after {@code fi_close(ep)}.
  */
 final class ShmWriteCheck {
-  /** No check: the slot holds no write, or its check is over. */
-  static final byte NONE = 0;
+  // A slot's state: these bits, all clear when it holds no checked write (or its outcome was
+  // delivered). Its outcome is delivered once none of the three is set.
 
-  /** A write posted, its completion not yet seen. */
-  static final byte WRITE_POSTED = 1;
+  /** The write's completion is still to come. */
+  static final byte WRITE_OPEN = 1;
 
-  /** shm reported the write done; the check is still to be posted (it met -FI_EAGAIN). */
-  static final byte CHECK_PENDING = 2;
+  /** The check is posted (on the slot's check context); its completion is still to come. */
+  static final byte CHECK_OPEN = 2;
 
-  /** The check is posted on the slot's context. */
-  static final byte CHECK_POSTED = 3;
+  /** The check is still to be posted: it met -FI_EAGAIN and waits in the deferred queue. */
+  static final byte CHECK_OWED = 4;
 
   /** Bytes sampled at each end of the write. */
   static final int SAMPLE = 8;
@@ -75,8 +107,14 @@ final class ShmWriteCheck {
   final long[] lengthBytes;
   // Whether the source's sampled bytes were all zero, so the operand is ones (FI_BAND).
   final boolean[] ones;
+  // The failure to deliver once nothing is open (null: none, the write is delivered done), and
+  // whether it was the write's own error entry (its bounce buffer is then given up).
+  final @Nullable String[] failMessage;
+  final int[] failErrno;
+  final int[] failProviderErrno;
+  final boolean[] writeErrored;
 
-  // Slots whose check met -FI_EAGAIN, in order; each at most once (state CHECK_PENDING).
+  // Slots whose check met -FI_EAGAIN, in order; each at most once (state CHECK_OWED).
   private final int[] pending;
   private int pendingHead;
   private int pendingCount;
@@ -101,6 +139,10 @@ final class ShmWriteCheck {
     remoteKey = new long[slots];
     lengthBytes = new long[slots];
     ones = new boolean[slots];
+    failMessage = new String[slots];
+    failErrno = new int[slots];
+    failProviderErrno = new int[slots];
+    writeErrored = new boolean[slots];
     pending = new int[slots];
     long operands = 4L * SAMPLE;
     long resultBytes = (long) slots * 2 * SAMPLE;
@@ -139,7 +181,9 @@ final class ShmWriteCheck {
    * may not touch it.
    */
   void posted(int slot, long peer, long source, long length, long address, long key) {
-    state[slot] = WRITE_POSTED;
+    state[slot] = WRITE_OPEN;
+    failMessage[slot] = null;
+    writeErrored[slot] = false;
     this.peer[slot] = peer;
     remoteAddress[slot] = address;
     remoteKey[slot] = key;
@@ -193,9 +237,29 @@ final class ShmWriteCheck {
     return false;
   }
 
+  /** Records the slot's failure unless one is recorded already (the first cause wins). */
+  void fail(int slot, int errno, int providerErrno, String text) {
+    if (failMessage[slot] == null) {
+      failMessage[slot] = text;
+      failErrno[slot] = errno;
+      failProviderErrno[slot] = providerErrno;
+    }
+  }
+
+  /** Whether a check to {@code peer} is still owed (deferred): a later write to it must wait. */
+  boolean owes(long peer) {
+    for (int i = 0; i < pendingCount; i++) {
+      int at = pendingHead + i;
+      if (this.peer[pending[at >= pending.length ? at - pending.length : at]] == peer) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Queues a slot whose check met -FI_EAGAIN. */
   void defer(int slot) {
-    state[slot] = CHECK_PENDING;
+    state[slot] |= CHECK_OWED;
     int tail = pendingHead + pendingCount;
     pending[tail >= pending.length ? tail - pending.length : tail] = slot;
     pendingCount++;
@@ -223,7 +287,8 @@ final class ShmWriteCheck {
 
   /** The endpoint was reset: nothing posted before survives, no check is owed. */
   void clear() {
-    java.util.Arrays.fill(state, NONE);
+    java.util.Arrays.fill(state, (byte) 0);
+    java.util.Arrays.fill(failMessage, null);
     pendingHead = 0;
     pendingCount = 0;
   }

@@ -152,6 +152,69 @@ class ShmRefusalTest {
   }
 
   /**
+   * A burst of writes posted back to back, each check right behind its write ({@link
+   * ShmWriteCheck}): inject (64 B, 4 KiB) and cross-memory attach (64 KiB) writes into a region of
+   * zeros, with sources whose ends are not zero, so the check's operand is zeros. A check the
+   * target handled before its write's bytes landed would read the zeros there, the operand, and
+   * fail a write that landed; a check that misjudged the refused write would let it through. On
+   * 2.5+ the refused write sits in the middle of the burst, and exactly it fails ({@code
+   * FI_EACCES}), the target untouched in its range, while every other write succeeds with its bytes
+   * there; before 2.5 it goes last (shm completes in post order there, and a refused write never
+   * completes), and the others succeed.
+   */
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void onlyTheRefusedWriteOfAPipelinedBurstFails() {
+    int writes = 13;
+    int refused = reportsRefusedAsDone() ? 6 : writes - 1;
+    long[] sizes = {64, 4096, 65536};
+    try (Loopback loopback = LoopbackTest.loopback("libfabric:shm")) {
+      long stride = 65536 + 4096;
+      MemorySegment remote = loopback.arena.allocate(writes * stride, 4096);
+      remote.fill((byte) 0);
+      MemorySegment[] sources = new MemorySegment[writes];
+      try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
+        Advertisement ad = region.advertisement();
+        for (int i = 0; i < writes; i++) {
+          sources[i] = loopback.arena.allocate(sizes[i % sizes.length], 4096);
+          Loopback.fill(sources[i], 11 + i);
+          sources[i].set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) 0x5c);
+          sources[i].set(
+              java.lang.foreign.ValueLayout.JAVA_BYTE, sources[i].byteSize() - 1, (byte) 0x5c);
+          long key = i == refused ? ad.remoteKey() + 12345 : ad.remoteKey();
+          int rc =
+              loopback.post(
+                  true, i, loopback.peer, sources[i], ad.remoteAddress() + i * stride, key);
+          assertEquals(FabricEndpoint.POSTED, rc, () -> loopback.initiator.errorText(rc));
+        }
+        for (int i = 0; i < writes; i++) {
+          if (i == refused && !reportsRefusedAsDone()) {
+            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(NEVER_MS);
+            while (System.nanoTime() < until) {
+              loopback.pump();
+            }
+            assertEquals(0, loopback.sink.state[i], "a refused write completed before 2.5");
+            continue;
+          }
+          int state = loopback.await(i);
+          MemorySegment landed = remote.asSlice(i * stride, sources[i].byteSize());
+          if (i == refused) {
+            assertEquals(2, state, "the refused write was reported done");
+            assertEquals(Errno.FI_EACCES, loopback.sink.errno[i]);
+            MemorySegment zeros = Arena.ofAuto().allocate(landed.byteSize());
+            assertEquals(-1, landed.mismatch(zeros), "the refused write landed");
+          } else {
+            int at = i;
+            assertEquals(1, state, () -> "write " + at + " failed: " + loopback.sink.message[at]);
+            assertEquals(-1, sources[i].mismatch(landed), "write " + i + "'s bytes");
+          }
+        }
+        assertEquals(reportsRefusedAsDone() ? 1 : 0, loopback.sink.failed);
+      }
+    }
+  }
+
+  /**
    * The check's scratch: it starts as the operand, so a check whose result was never written is a
    * refusal; the operand is ones exactly when the source's sampled bytes are all zero; any byte
    * other than the operand's is an acceptance.
