@@ -174,54 +174,46 @@ final class PeerLiveness implements AutoCloseable {
     String key = socket.toString();
     Pending earlier = pending.remove(key);
     SocketChannel channel;
+    long startedNanos = nowNanos;
     if (earlier != null) {
       channel = earlier.channel();
+      startedNanos = earlier.startedNanos();
     } else {
       Long listened = listening.get(key);
-      if (listened != null && nowNanos - listened < REPROBE_NANOS) {
-        return null;
-      }
-      if (pending.size() >= MAX_PENDING || !mayStartAttempt(nowNanos)) {
+      if ((listened != null && nowNanos - listened < REPROBE_NANOS)
+          || pending.size() >= MAX_PENDING
+          || !mayStartAttempt(nowNanos)) {
         return null;
       }
       try {
         channel = SocketChannel.open();
-      } catch (IOException noSocket) {
-        return null;
-      }
-      try {
         channel.configureBlocking(false);
-        if (channel.connect(socket)) {
-          closeQuietly(channel);
-          listening.put(key, nowNanos);
-          return null;
-        }
-      } catch (ConnectException refused) {
-        closeQuietly(channel);
-        return refusedText(refused, address);
-      } catch (IOException | RuntimeException other) {
-        closeQuietly(channel);
+      } catch (IOException noSocket) {
         return null;
       }
     }
     long until = System.nanoTime() + CONNECT_WAIT_NANOS;
+    boolean first = earlier == null;
     while (true) {
+      boolean connected;
       try {
-        if (channel.finishConnect()) {
-          closeQuietly(channel);
-          listening.put(key, nowNanos);
-          return null;
-        }
+        connected = first ? channel.connect(socket) : channel.finishConnect();
       } catch (ConnectException refused) {
         closeQuietly(channel);
         return refusedText(refused, address);
       } catch (IOException | RuntimeException other) {
-        // Unreachable network, no route, timed out: not evidence that the endpoint is gone.
+        // Unreachable network, no route: not evidence that the endpoint is gone.
         closeQuietly(channel);
         return null;
       }
+      first = false;
+      if (connected) {
+        closeQuietly(channel);
+        listening.put(key, nowNanos);
+        return null;
+      }
       if (System.nanoTime() - until >= 0) {
-        pending.put(key, new Pending(channel, earlier != null ? earlier.startedNanos() : nowNanos));
+        pending.put(key, new Pending(channel, startedNanos));
         return null;
       }
       LockSupport.parkNanos(20_000L);
