@@ -52,6 +52,15 @@ public class ManyClientsBenchmark {
   @Param({"1", "1000", "100000"})
   public int clients;
 
+  /**
+   * Distinct request objects cycled through, at least one per client (request {@code r} goes to
+   * client {@code r % clients}; 0 means one per client): {@code clients=1} with {@code
+   * requests=100000} has the caller's request objects fall out of the cache while the core's
+   * per-peer state stays one client's, which tells the two costs apart.
+   */
+  @Param({"0"})
+  public int requests;
+
   /** Transfers kept outstanding. */
   @Param({"64"})
   public int window;
@@ -59,6 +68,8 @@ public class ManyClientsBenchmark {
   private Arena arena;
   private FabricService<Operands> service;
   private RoundRobin loop;
+  private TransferRequest<Operands>[] all;
+  private int next;
 
   /** The benchmark's state, created by JMH. */
   public ManyClientsBenchmark() {}
@@ -71,17 +82,19 @@ public class ManyClientsBenchmark {
     arena = Arena.ofShared();
     Operands operands = Operands.of(arena.allocate(64, 64));
     @SuppressWarnings({"unchecked", "rawtypes"})
-    TransferRequest<Operands>[] requests = new TransferRequest[clients];
-    for (int i = 0; i < clients; i++) {
+    TransferRequest<Operands>[] requests = new TransferRequest[Math.max(clients, this.requests)];
+    for (int r = 0; r < requests.length; r++) {
+      int i = r % clients;
       byte[] address = new byte[16];
       address[0] = (byte) 0xfe;
       address[8] = (byte) i;
       address[9] = (byte) (i >>> 8);
       address[10] = (byte) (i >>> 16);
-      requests[i] =
+      requests[r] =
           TransferRequest.of(
               i + 1, new Advertisement(address, 7, 4096, 64), Direction.TO_PEER, operands);
     }
+    all = requests;
     loop = new RoundRobin(requests);
     service =
         FabricService.<Operands>builder(configuration)
@@ -114,6 +127,39 @@ public class ManyClientsBenchmark {
   @OperationsPerInvocation(TRANSFERS)
   public long transfers() throws InterruptedException {
     return loop.run(TRANSFERS, window);
+  }
+
+  /**
+   * The caller's own part of {@link #transfers} without dma: the same requests in the same round
+   * robin, each read as a caller (and the core) would, its fields and its address bytes. What
+   * {@link #transfers} costs beyond this is the core's.
+   *
+   * @return a sum of what was read, so nothing is optimized away
+   */
+  @Benchmark
+  @OperationsPerInvocation(TRANSFERS)
+  public long baseline() {
+    TransferRequest<Operands>[] requests = all;
+    int at = next;
+    long sum = 0;
+    for (int t = 0; t < TRANSFERS; t++) {
+      TransferRequest<Operands> request = requests[at];
+      at = at + 1 == requests.length ? 0 : at + 1;
+      byte[] address = request.peerAddress();
+      for (int b = 0; b < address.length; b++) {
+        sum += address[b];
+      }
+      sum +=
+          request.clientId()
+              + request.remoteKey()
+              + request.remoteAddress()
+              + request.remoteBase()
+              + request.remoteLength()
+              + System.identityHashCode(request.direction())
+              + System.identityHashCode(request.context());
+    }
+    next = at;
+    return sum;
   }
 
   /** Closes the service. */
