@@ -37,7 +37,7 @@ class HandleIndexTest {
       for (int b = 0; b < address.length; b++) {
         address[b] = (byte) random.nextInt(2);
       }
-      switch (random.nextInt(3)) {
+      switch (random.nextInt(4)) {
         case 0 -> {
           long handle = random.nextLong();
           index.put(clientId, handle, address);
@@ -47,6 +47,7 @@ class HandleIndexTest {
           index.remove(clientId);
           model.remove(clientId);
         }
+        case 2 -> index.touch(new long[] {clientId, clientId + 1}, 2);
         default -> {
           Held held = model.get(clientId);
           byte[] asked = held != null && random.nextBoolean() ? held.address().clone() : address;
