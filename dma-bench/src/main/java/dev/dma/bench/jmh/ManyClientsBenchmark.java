@@ -36,6 +36,33 @@ import org.openjdk.jmh.annotations.Warmup;
  * a collection before and after).
  *
  * <p>Requests are built once per client, so the benchmark allocates nothing per transfer itself.
+ *
+ * <p>{@link #baseline} is the caller's own share: the same requests read in the same order without
+ * dma. It stays flat (7 to 12 ns from 1 to 100,000 clients: the requests sit in allocation order,
+ * which the hardware prefetches), and {@code clients=1 requests=100000} costs what {@code
+ * clients=1} does, so what grows is the core's per-peer state. JFR samples (DebugNonSafepoints) put
+ * it in the peer lookup: {@code PeerTable.handle} was 5 % of the worker's time at 1,000 clients and
+ * 43 % at 100,000 (map keys, map values, the entry and its address array: dependent cache misses),
+ * 36 % with one 64-byte slot per client ({@code HandleIndex}), 18 % with the post pass loading a
+ * batch's slots together first ({@code PeerTable.warm}).
+ *
+ * <p>Measured (2 cores shared with other benchmarks, so noisy: medians of iterations of alternating
+ * runs; core = transfers - baseline), {@code bin/dma-bench jmh ManyClientsBenchmark -p
+ * clients=1,1000,10000,100000 -f 1 -wi 3 -i 6}, six rounds, ns per transfer at 1 / 1,000 / 10,000 /
+ * 100,000 clients:
+ *
+ * <pre>
+ *                          transfers          baseline     core              heap per peer
+ *                          (1 1k 10k 100k)    (same)       (same)            (1k 10k 100k)
+ * map, entry, address      132 152 283 595    8  9 10 13   124 143 273 582   260 257 288 B
+ * + one slot a client      144 194 279 416    ~10          135 183 270 405   395 466 467 B
+ * + a pass loads its slots 118 167 209 256   10 11 10  9   108 156 199 247   395 466 467 B
+ * </pre>
+ *
+ * The 100,000 to 1,000 ratio within a round went from 2.1..7.9 (median 3.2) to 1.1..2.4 (median
+ * 1.6): not yet flat. What still grows is the batch's slot loads themselves (13 % of samples at
+ * 100,000), the worker's first read of each request (6 % against 3 %) and the client map's churn;
+ * the heap per peer at 1 client is the service's own.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -52,6 +79,15 @@ public class ManyClientsBenchmark {
   @Param({"1", "1000", "100000"})
   public int clients;
 
+  /**
+   * Distinct request objects cycled through, at least one per client (request {@code r} goes to
+   * client {@code r % clients}; 0 means one per client): {@code clients=1} with {@code
+   * requests=100000} has the caller's request objects fall out of the cache while the core's
+   * per-peer state stays one client's, which tells the two costs apart.
+   */
+  @Param({"0"})
+  public int requests;
+
   /** Transfers kept outstanding. */
   @Param({"64"})
   public int window;
@@ -59,6 +95,8 @@ public class ManyClientsBenchmark {
   private Arena arena;
   private FabricService<Operands> service;
   private RoundRobin loop;
+  private TransferRequest<Operands>[] all;
+  private int next;
 
   /** The benchmark's state, created by JMH. */
   public ManyClientsBenchmark() {}
@@ -71,17 +109,19 @@ public class ManyClientsBenchmark {
     arena = Arena.ofShared();
     Operands operands = Operands.of(arena.allocate(64, 64));
     @SuppressWarnings({"unchecked", "rawtypes"})
-    TransferRequest<Operands>[] requests = new TransferRequest[clients];
-    for (int i = 0; i < clients; i++) {
+    TransferRequest<Operands>[] requests = new TransferRequest[Math.max(clients, this.requests)];
+    for (int r = 0; r < requests.length; r++) {
+      int i = r % clients;
       byte[] address = new byte[16];
       address[0] = (byte) 0xfe;
       address[8] = (byte) i;
       address[9] = (byte) (i >>> 8);
       address[10] = (byte) (i >>> 16);
-      requests[i] =
+      requests[r] =
           TransferRequest.of(
               i + 1, new Advertisement(address, 7, 4096, 64), Direction.TO_PEER, operands);
     }
+    all = requests;
     loop = new RoundRobin(requests);
     service =
         FabricService.<Operands>builder(configuration)
@@ -114,6 +154,39 @@ public class ManyClientsBenchmark {
   @OperationsPerInvocation(TRANSFERS)
   public long transfers() throws InterruptedException {
     return loop.run(TRANSFERS, window);
+  }
+
+  /**
+   * The caller's own part of {@link #transfers} without dma: the same requests in the same round
+   * robin, each read as a caller (and the core) would, its fields and its address bytes. What
+   * {@link #transfers} costs beyond this is the core's.
+   *
+   * @return a sum of what was read, so nothing is optimized away
+   */
+  @Benchmark
+  @OperationsPerInvocation(TRANSFERS)
+  public long baseline() {
+    TransferRequest<Operands>[] requests = all;
+    int at = next;
+    long sum = 0;
+    for (int t = 0; t < TRANSFERS; t++) {
+      TransferRequest<Operands> request = requests[at];
+      at = at + 1 == requests.length ? 0 : at + 1;
+      byte[] address = request.peerAddress();
+      for (int b = 0; b < address.length; b++) {
+        sum += address[b];
+      }
+      sum +=
+          request.clientId()
+              + request.remoteKey()
+              + request.remoteAddress()
+              + request.remoteBase()
+              + request.remoteLength()
+              + System.identityHashCode(request.direction())
+              + System.identityHashCode(request.context());
+    }
+    next = at;
+    return sum;
   }
 
   /** Closes the service. */

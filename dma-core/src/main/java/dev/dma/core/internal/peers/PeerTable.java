@@ -88,6 +88,14 @@ public final class PeerTable {
   private final LongObjectMap<Entry> byClient = new LongObjectMap<>();
 
   /**
+   * {@link #byClient}'s handles and addresses inline, one cache line a client, for {@link #handle}:
+   * every change to {@code byClient} goes through {@link #hold}, {@link #drop} or both maps' clear,
+   * and an entry's address and handle never change, so a client found here with equal bytes holds
+   * exactly that handle in {@code byClient}.
+   */
+  private final HandleIndex handles = new HandleIndex();
+
+  /**
    * Identity to entry: a dedup index that does not hold. Entries whose last holder left stay here,
    * dead, until replaced or swept; releasing a client thus needs no hashing of its address.
    */
@@ -108,6 +116,10 @@ public final class PeerTable {
   private final LongObjectMap<byte[][]> previous = new LongObjectMap<>();
 
   private LongPredicate busy = clientId -> false;
+
+  // What warm() read, kept so the JIT cannot drop the loads.
+  @SuppressWarnings("unused")
+  private long warmth;
 
   private int sweepThreshold = SWEEP_FLOOR;
   private int liveEntries;
@@ -160,6 +172,10 @@ public final class PeerTable {
    *     then holds nothing)
    */
   public long handle(long clientId, byte[] address) {
+    int slot = handles.find(clientId, address);
+    if (slot >= 0) {
+      return handles.handleAt(slot);
+    }
     Entry current = byClient.get(clientId);
     if (current != null && Arrays.equals(current.address, address)) {
       return current.handle;
@@ -233,7 +249,7 @@ public final class PeerTable {
         revive(known);
       }
       known.hold(clientId);
-      Entry before = byClient.put(clientId, known);
+      Entry before = hold(clientId, known);
       if (before != null) {
         moved(clientId, before);
       }
@@ -255,7 +271,7 @@ public final class PeerTable {
       // A re-advertised, different address: the old one leaves the vector once this was its last
       // holder and its operations are done, so a client that moved does not pin its dead
       // endpoint's slot, and does not lose what it posted there either.
-      byClient.remove(clientId);
+      drop(clientId);
       moved(clientId, current);
     }
     byte[] stored = address.clone();
@@ -269,9 +285,33 @@ public final class PeerTable {
       sweep();
     }
     byIdentity.put(identity, entry);
-    byClient.put(clientId, entry);
+    hold(clientId, entry);
     forgetPrevious(clientId, address);
     return handle;
+  }
+
+  /**
+   * Loads, all at once, where {@link #handle} will look these clients up, so the cache misses of a
+   * batch of posts overlap instead of each stalling its own post; changes nothing. Worker thread
+   * only.
+   *
+   * @param clientIds the clients about to be posted to
+   * @param count how many of {@code clientIds} to load
+   */
+  public void warm(long[] clientIds, int count) {
+    warmth = handles.touch(clientIds, count);
+  }
+
+  /** Makes {@code entry} the client's, in both maps; returns the one it held before, or null. */
+  private @Nullable Entry hold(long clientId, Entry entry) {
+    handles.put(clientId, entry.handle, entry.address);
+    return byClient.put(clientId, entry);
+  }
+
+  /** Takes the client's entry out of both maps; returns it, or null when it held none. */
+  private @Nullable Entry drop(long clientId) {
+    handles.remove(clientId);
+    return byClient.remove(clientId);
   }
 
   /** The client left {@code entry} for another address: remember it as stale, and leave it. */
@@ -328,7 +368,7 @@ public final class PeerTable {
   private void evictIncarnation(long clientId, Entry stale) {
     long[] holders = Arrays.copyOf(stale.clients, stale.holders);
     for (long holder : holders) {
-      byClient.remove(holder);
+      drop(holder);
     }
     for (long holder : holders) {
       leave(stale, holder);
@@ -354,7 +394,7 @@ public final class PeerTable {
    */
   public void release(long clientId) {
     previous.remove(clientId);
-    Entry entry = byClient.remove(clientId);
+    Entry entry = drop(clientId);
     if (entry == null) {
       return;
     }
@@ -452,6 +492,7 @@ public final class PeerTable {
           }
         });
     byClient.clear();
+    handles.clear();
     byIdentity.clear();
     retired.clear();
     liveEntries = 0;
@@ -495,6 +536,7 @@ public final class PeerTable {
    */
   public void clear() {
     byClient.clear();
+    handles.clear();
     byIdentity.clear();
     retired.clear();
     previous.clear();

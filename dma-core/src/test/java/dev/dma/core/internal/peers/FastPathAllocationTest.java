@@ -7,7 +7,10 @@ import dev.dma.core.internal.regions.Allocations;
 import dev.dma.core.internal.regions.RecordingEndpoint;
 import org.junit.jupiter.api.Test;
 
-/** {@link PeerTable#handle} runs on every post: its fast path must allocate nothing. */
+/**
+ * {@link PeerTable#handle} runs on every post and {@link PeerTable#warm} on every post pass: their
+ * fast paths must allocate nothing.
+ */
 class FastPathAllocationTest {
   @Test
   void aKnownClientsHandleAllocatesNothing() {
@@ -27,6 +30,7 @@ class FastPathAllocationTest {
     }
     int[] next = {0};
     long[] sink = {0};
+    long[] batch = {1, 2, 3, 4};
     long allocated =
         Allocations.measure(
             200_000,
@@ -34,6 +38,7 @@ class FastPathAllocationTest {
               int client = next[0]++ & (clients - 1);
               sink[0] += table.handle(client, sameArrays[client]);
               sink[0] += table.handle(client, equalCopies[client]);
+              table.warm(batch, batch.length);
             });
     assertEquals(clients, endpoint.inserted().size());
     assertEquals(clients, table.entries());

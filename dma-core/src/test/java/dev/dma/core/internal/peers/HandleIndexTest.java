@@ -1,0 +1,101 @@
+package dev.dma.core.internal.peers;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class HandleIndexTest {
+  private record Held(long handle, byte[] address) {}
+
+  /** The handle {@code index} gives for these bytes, or -1. */
+  private static long lookUp(HandleIndex index, long clientId, byte[] address) {
+    int slot = index.find(clientId, address);
+    return slot < 0 ? -1 : index.handleAt(slot);
+  }
+
+  private static long expected(Map<Long, Held> model, long clientId, byte[] address) {
+    Held held = model.get(clientId);
+    return held != null && Arrays.equals(held.address(), address) ? held.handle() : -1;
+  }
+
+  @Test
+  void findsExactlyWhatAMapOfClientToHandleAndAddressHolds() {
+    HandleIndex index = new HandleIndex();
+    Map<Long, Held> model = new HashMap<>();
+    SplittableRandom random = new SplittableRandom(7);
+    for (int step = 0; step < 200_000; step++) {
+      // A small id range forces collisions, long probe runs, backward shifts and growth.
+      long clientId = random.nextInt(400) - 200L;
+      // Lengths around every word boundary, past the longest kept, and few distinct bytes, so a
+      // lookup often carries another length or one differing byte.
+      byte[] address = new byte[1 + random.nextInt(HandleIndex.MAX_ADDRESS + 4)];
+      for (int b = 0; b < address.length; b++) {
+        address[b] = (byte) random.nextInt(2);
+      }
+      switch (random.nextInt(4)) {
+        case 0 -> {
+          long handle = random.nextLong();
+          index.put(clientId, handle, address);
+          model.put(clientId, new Held(handle, address));
+        }
+        case 1 -> {
+          index.remove(clientId);
+          model.remove(clientId);
+        }
+        case 2 -> index.touch(new long[] {clientId, clientId + 1}, 2);
+        default -> {
+          Held held = model.get(clientId);
+          byte[] asked = held != null && random.nextBoolean() ? held.address().clone() : address;
+          long found = lookUp(index, clientId, asked);
+          long wanted = expected(model, clientId, asked);
+          if (asked.length <= HandleIndex.MAX_ADDRESS) {
+            assertEquals(wanted, found, "client " + clientId);
+          } else {
+            assertEquals(-1, found, "an address too long to keep is never found");
+          }
+        }
+      }
+    }
+    for (Map.Entry<Long, Held> held : model.entrySet()) {
+      byte[] address = held.getValue().address();
+      long found = lookUp(index, held.getKey(), address);
+      assertEquals(
+          address.length <= HandleIndex.MAX_ADDRESS ? held.getValue().handle() : -1, found);
+    }
+    assertTrue(index.size() <= model.size());
+    index.clear();
+    assertEquals(0, index.size());
+  }
+
+  @Test
+  void aClientWhoseAddressGrewTooLongIsForgotten() {
+    HandleIndex index = new HandleIndex();
+    byte[] shortAddress = new byte[16];
+    index.put(3, 11, shortAddress);
+    assertEquals(11, lookUp(index, 3, shortAddress));
+    index.put(3, 12, new byte[HandleIndex.MAX_ADDRESS + 1]);
+    assertEquals(-1, lookUp(index, 3, shortAddress));
+    assertEquals(0, index.size());
+  }
+
+  @Test
+  void everyByteCounts() {
+    HandleIndex index = new HandleIndex();
+    byte[] address = new byte[32];
+    Arrays.fill(address, (byte) 0x5a);
+    index.put(Long.MIN_VALUE, 9, address);
+    for (int b = 0; b < address.length; b++) {
+      byte[] other = address.clone();
+      other[b] ^= (byte) 0x80;
+      assertEquals(-1, lookUp(index, Long.MIN_VALUE, other), "byte " + b);
+    }
+    assertEquals(-1, lookUp(index, Long.MIN_VALUE, Arrays.copyOf(address, 31)));
+    assertEquals(-1, lookUp(index, Long.MIN_VALUE, Arrays.copyOf(address, 33)));
+    assertEquals(9, lookUp(index, Long.MIN_VALUE, address.clone()));
+  }
+}
