@@ -245,8 +245,8 @@ public final class FakeEndpoint implements FabricEndpoint {
    * DmaException.Reason#ACCESS_DENIED}, since tcp cannot tell a target that refused from one that
    * went away (the worker then asks {@link #peerGone}, and reports a closed target as {@link
    * DmaException.Reason#PEER_UNREACHABLE}, as it does on tcp); the rest is what the error number
-   * says. Keeps a test on the fake choosing the same
-   * action as the server will on tcp (dma-it's conformance suite checks both).
+   * says. Keeps a test on the fake choosing the same action as the server will on tcp (dma-it's
+   * conformance suite checks both).
    */
   private static DmaException.Reason reasonOf(int errno) {
     return errno == FiErrno.ECANCELED
