@@ -993,25 +993,24 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.client.movedNs = now;
     op.client.inFlight--;
     // A success stands even for an op that passed its deadline: it did land, late.
-    DmaException error = null;
-    String gone = null;
+    if (failed == null) {
+      finishReaped(op, null);
+      return;
+    }
+    if (postAgainAfterConnectionLoss(op, errno)) {
+      return;
+    }
+    String gone = probeAfterFailure(op, failed);
+    if (gone == null) {
+      finishReaped(op, failure(op, failed, errno, providerErrno, message));
+      return;
+    }
     long clientId = op.client.id;
     byte[] address = op.request.peerAddress();
-    if (failed != null) {
-      if (postAgainAfterConnectionLoss(op, errno)) {
-        return;
-      }
-      gone = probeAfterFailure(op, failed);
-      error =
-          gone != null
-              ? goneError(DmaException.Kind.TRANSFER, clientId, address, gone, errno, providerErrno)
-              : failure(op, failed, errno, providerErrno, message);
-    }
-    finishReaped(op, error);
-    if (gone != null) {
-      // After its own failure, so the client's queued ops fail after it, not before.
-      markDead(clientId, address, goneText(gone));
-    }
+    finishReaped(
+        op, goneError(DmaException.Kind.TRANSFER, clientId, address, gone, errno, providerErrno));
+    // After its own failure, so the client's queued ops fail after it, not before.
+    markDead(clientId, address, goneText(gone));
   }
 
   /**
