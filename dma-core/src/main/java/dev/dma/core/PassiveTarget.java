@@ -37,7 +37,7 @@ import org.jspecify.annotations.Nullable;
  * core, and a busy one answers as fast as a spinning one. A call ({@link #expose}, a region's
  * close, {@link #close()}) {@linkplain FabricEndpoint#wakeup wakes} it too. On providers without
  * such a wait object but with a count of the RMA they served (shm) it naps instead: 20 us, doubling
- * to 4 ms (or {@code target_idle} if shorter), reading the count after each nap. A busy target sees
+ * to 8 ms (or {@code target_idle} if shorter), reading the count after each nap. A busy target sees
  * the count move and keeps spinning; an idle one costs well under 2 % of a core, and the first
  * transfer after a quiet spell waits one nap at most. Where the provider offers neither it yields,
  * as a blind sleep would delay every incoming transfer, also in a busy stream. {@code
@@ -77,13 +77,14 @@ public final class PassiveTarget implements AutoCloseable {
   static final long MIN_NAP_NANOS = 20_000;
 
   /**
-   * The longest nap of a target without a wait object (shm), 4 ms, or {@code target_idle} when
+   * The longest nap of a target without a wait object (shm), 8 ms, or {@code target_idle} when
    * shorter: what the first transfer after a quiet spell may wait. Idle, the target then wakes
-   * about 250 times a second: 0.4-1.9 % of a core on shm on a loaded 2-core machine. There, caps
-   * from 1 to 64 ms measured alike for idle CPU (scheduling noise dominated), so the cap is chosen
-   * for the wait it adds to the first transfer.
+   * about 125 times a second. With a 4 ms cap a CI run on a loaded 2-core machine measured 2.2 % of
+   * a core (43 ms of CPU in 2 s, over the 2 % bound); beside two busy loops, on 2.1, three runs
+   * each gave 0.50-0.96 % with 4 ms and 0.25-0.55 % with 16 ms. 8 ms halves the wakeups of 4 ms and
+   * keeps the first transfer's extra wait short.
    */
-  static final long MAX_NAP_NANOS = 4_000_000;
+  static final long MAX_NAP_NANOS = 8_000_000;
 
   /**
    * Passes between two looks at whether a peer's RMA is pending ({@link

@@ -21,6 +21,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -77,7 +78,7 @@ class RestartedClientTest {
       if (ending.startsWith("dies")) {
         // Stopped, it takes the write into its queue (shm) or socket (tcp) and never answers;
         // killed, it never will: on shm the write would stay posted for good.
-        old.signal("STOP");
+        old.stop();
         assertTrue(service.submit(write(client, stale, local, 2)));
         Thread.sleep(200);
         assertEquals(1, service.outstanding(), "the write completed while its client was stopped");
@@ -161,10 +162,33 @@ class RestartedClientTest {
       assertTrue(process.waitFor(30, TimeUnit.SECONDS), "the client did not quit");
     }
 
-    void signal(String name) throws Exception {
-      Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).start();
+    /** Stops the process, and returns once every one of its threads is stopped (bounded). */
+    void stop() throws Exception {
+      Process kill = new ProcessBuilder("kill", "-STOP", Long.toString(process.pid())).start();
       assertTrue(kill.waitFor(30, TimeUnit.SECONDS));
       assertEquals(0, kill.exitValue());
+      // kill returns once the signal is sent; on a loaded machine a thread of the child can still
+      // run for a while, and would serve the write this test means to strand.
+      Path tasks = Path.of("/proc", Long.toString(process.pid()), "task");
+      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (!allStopped(tasks)) {
+        assertTrue(System.nanoTime() < until, "the client's threads did not stop");
+        Thread.sleep(10);
+      }
+    }
+
+    private static boolean allStopped(Path tasks) throws IOException {
+      try (var threads = Files.list(tasks)) {
+        for (Path thread : (Iterable<Path>) threads::iterator) {
+          String stat = Files.readString(thread.resolve("stat"));
+          // The state is the field after the command, which is in parentheses.
+          char state = stat.charAt(stat.lastIndexOf(')') + 2);
+          if (state != 'T' && state != 't') {
+            return false;
+          }
+        }
+      }
+      return true;
     }
 
     void kill() throws InterruptedException {
