@@ -334,13 +334,7 @@ abstract class ConformanceSuite {
   void aTransferToADeadPeerFailsAtTheProgressDeadline() throws Exception {
     byte[] dead = deadPeerAddress();
     assumeTrue(dead != null, "this provider has no unreachable address to test with");
-    service.close();
-    service =
-        FabricService.<Buffer>builder(
-                configuration().toBuilder().progressDeadline(Duration.ofMillis(50)).build())
-            .provider(provider())
-            .completer(completions)
-            .start();
+    restartService(Duration.ofMillis(50));
     // A new service is a new initiator: where targets must know theirs (efa-direct), tell it.
     target.insertPeer(service.localAddress());
     MemorySegment local = arena.allocate(64);
@@ -462,13 +456,7 @@ abstract class ConformanceSuite {
    */
   @Test
   void theClientLifecycleOfTheReadmeHoldsAsWritten() throws Exception {
-    service.close();
-    service =
-        FabricService.<Buffer>builder(
-                configuration().toBuilder().progressDeadline(Duration.ofMillis(200)).build())
-            .provider(provider())
-            .completer(completions)
-            .start();
+    restartService(Duration.ofMillis(200));
     long client = 70;
     MemorySegment local = arena.allocate(4096);
     Patterns.fill(local, 21);
@@ -548,11 +536,7 @@ abstract class ConformanceSuite {
       assertEquals(Checksums.crc32c(local), Checksums.crc32c(thirdMemory));
       assertEquals(0, service.outstanding());
     } finally {
-      service.close();
-      service = null;
-      for (PassiveTarget each : incarnations) {
-        each.close();
-      }
+      closeAll(incarnations);
     }
   }
 
@@ -577,13 +561,7 @@ abstract class ConformanceSuite {
   @ValueSource(booleans = {true, false})
   void aStaleAdvertisementAfterARestartFailsPeerUnreachablePromptly(boolean servedBefore)
       throws Exception {
-    service.close();
-    service =
-        FabricService.<Buffer>builder(
-                configuration().toBuilder().progressDeadline(Duration.ofSeconds(2)).build())
-            .provider(provider())
-            .completer(completions)
-            .start();
+    restartService(Duration.ofSeconds(2));
     long client = 90;
     MemorySegment local = arena.allocate(4096);
     Patterns.fill(local, 31);
@@ -635,11 +613,27 @@ abstract class ConformanceSuite {
       assertEquals(Checksums.crc32c(local), Checksums.crc32c(afterMemory));
       assertEquals(0, service.outstanding());
     } finally {
-      service.close();
-      service = null;
-      for (PassiveTarget each : incarnations) {
-        each.close();
-      }
+      closeAll(incarnations);
+    }
+  }
+
+  /** Replaces the suite's service with one whose progress deadline is {@code progressDeadline}. */
+  private void restartService(Duration progressDeadline) {
+    service.close();
+    service =
+        FabricService.<Buffer>builder(
+                configuration().toBuilder().progressDeadline(progressDeadline).build())
+            .provider(provider())
+            .completer(completions)
+            .start();
+  }
+
+  /** Closes the service (so {@link #close()} does not) and then every target a case opened. */
+  private void closeAll(List<PassiveTarget> incarnations) {
+    service.close();
+    service = null;
+    for (PassiveTarget each : incarnations) {
+      each.close();
     }
   }
 

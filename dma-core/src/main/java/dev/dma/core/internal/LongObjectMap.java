@@ -35,9 +35,14 @@ public final class LongObjectMap<V> {
     mask = capacity - 1;
   }
 
-  private static int hash(long key) {
-    // Murmur3's 64-bit finalizer: client ids are often sequential, and linear probing needs them
-    // spread.
+  /**
+   * Murmur3's 64-bit finalizer: client ids are often sequential, and linear probing needs them
+   * spread. Shared with the peer table's handle index, which probes by client id too.
+   *
+   * @param key a client id
+   * @return its hash
+   */
+  public static int hash(long key) {
     key ^= key >>> 33;
     key *= 0xff51afd7ed558ccdL;
     key ^= key >>> 33;

@@ -1,5 +1,6 @@
 package dev.dma.core.internal.peers;
 
+import dev.dma.core.internal.LongObjectMap;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
@@ -40,16 +41,6 @@ final class HandleIndex {
 
   HandleIndex() {}
 
-  private static int hash(long clientId) {
-    // Murmur3's 64-bit finalizer, as LongObjectMap: sequential ids must spread for linear probing.
-    clientId ^= clientId >>> 33;
-    clientId *= 0xff51afd7ed558ccdL;
-    clientId ^= clientId >>> 33;
-    clientId *= 0xc4ceb9fe1a85ec53L;
-    clientId ^= clientId >>> 33;
-    return (int) clientId;
-  }
-
   /** Word {@code w} of an address, little-endian, zero past its end. */
   private static long word(byte[] address, int w) {
     int from = w << 3;
@@ -73,7 +64,7 @@ final class HandleIndex {
   int find(long clientId, byte[] address) {
     long[] s = slots;
     int m = mask;
-    for (int index = hash(clientId) & m; ; index = (index + 1) & m) {
+    for (int index = LongObjectMap.hash(clientId) & m; ; index = (index + 1) & m) {
       int base = index << SHIFT;
       long length = s[base + 2];
       if (length == 0) {
@@ -107,7 +98,7 @@ final class HandleIndex {
     int m = mask;
     long sum = 0;
     for (int i = 0; i < count; i++) {
-      int base = (hash(clientIds[i]) & m) << SHIFT;
+      int base = (LongObjectMap.hash(clientIds[i]) & m) << SHIFT;
       sum += s[base + 2] + s[base + 7];
     }
     return sum;
@@ -136,7 +127,7 @@ final class HandleIndex {
       remove(clientId);
       return;
     }
-    int index = hash(clientId) & mask;
+    int index = LongObjectMap.hash(clientId) & mask;
     boolean fresh = true;
     for (; slots[(index << SHIFT) + 2] != 0; index = (index + 1) & mask) {
       if (slots[index << SHIFT] == clientId) {
@@ -162,7 +153,7 @@ final class HandleIndex {
    * @param clientId the client
    */
   void remove(long clientId) {
-    for (int index = hash(clientId) & mask;
+    for (int index = LongObjectMap.hash(clientId) & mask;
         slots[(index << SHIFT) + 2] != 0;
         index = (index + 1) & mask) {
       if (slots[index << SHIFT] == clientId) {
@@ -194,7 +185,7 @@ final class HandleIndex {
     for (int index = (hole + 1) & mask;
         slots[(index << SHIFT) + 2] != 0;
         index = (index + 1) & mask) {
-      int home = hash(slots[index << SHIFT]) & mask;
+      int home = LongObjectMap.hash(slots[index << SHIFT]) & mask;
       // Move the slot into the hole unless its home lies cyclically in (hole, index].
       boolean homeBetween =
           hole <= index ? (hole < home && home <= index) : (hole < home || home <= index);
@@ -212,7 +203,7 @@ final class HandleIndex {
     mask = (slots.length >>> SHIFT) - 1;
     for (int base = 0; base < old.length; base += SLOT) {
       if (old[base + 2] != 0) {
-        int index = hash(old[base]) & mask;
+        int index = LongObjectMap.hash(old[base]) & mask;
         while (slots[(index << SHIFT) + 2] != 0) {
           index = (index + 1) & mask;
         }
