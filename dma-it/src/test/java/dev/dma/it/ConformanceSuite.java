@@ -442,6 +442,39 @@ abstract class ConformanceSuite {
     failsAloneThenServiceServes(true, 0, 4000, 1024);
   }
 
+  /**
+   * A read from an advertisement whose address the target never mapped (past the first page, below
+   * {@code vm.mmap_min_addr}) fails that read alone, promptly and as {@code ACCESS_DENIED}, on
+   * every provider: shm, which checks no range, says so three ways by version ({@code
+   * ShmRefusalTest}).
+   */
+  @Test
+  void aReadFromAnAddressTheTargetNeverMappedFailsThatReadOnlyWithinSeconds() throws Exception {
+    MemorySegment remote = arena.allocate(4096, 4096);
+    Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
+    // Served once, so connections and shm's names are set up as for a client already in use.
+    MemorySegment local = arena.allocate(4096);
+    assertTrue(service.submit(request(32, ad, Direction.fromPeer(4096), new Buffer(1, local))));
+    Completion<Buffer> first = completions.take();
+    assertTrue(first.outcome().isDone(), () -> first.outcome().error().getMessage());
+    Advertisement wrong = new Advertisement(ad.address(), ad.remoteKey(), 0x8000, 4096);
+    long start = System.nanoTime();
+    assertTrue(service.submit(request(32, wrong, Direction.fromPeer(4096), new Buffer(2, local))));
+    Completion<Buffer> failed = completions.take();
+    long tookMs = (System.nanoTime() - start) / 1_000_000;
+    assertFalse(failed.outcome().isDone(), "a read from an unmapped address completed");
+    DmaException error = failed.outcome().error();
+    assertEquals(DmaException.Reason.ACCESS_DENIED, error.reason(), error::toString);
+    assertTrue(error.getMessage().contains("client 32"), error::getMessage);
+    // Well inside the completion deadline, which the read would otherwise wait for on shm 1.x.
+    assertTrue(tookMs < 1_500, "the failure took " + tookMs + " ms");
+    Patterns.fill(remote, 12);
+    assertTrue(service.submit(request(32, ad, Direction.fromPeer(4096), new Buffer(3, local))));
+    Completion<Buffer> fine = completions.take();
+    assertTrue(fine.outcome().isDone(), () -> fine.outcome().error().getMessage());
+    assertEquals(Checksums.crc32c(remote), Checksums.crc32c(local));
+  }
+
   @Test
   void aRegionExposedWithoutWriteAccessRefusesWrites() throws Exception {
     assumeTrue(enforcesAccess(), "this provider trusts every peer with every region");

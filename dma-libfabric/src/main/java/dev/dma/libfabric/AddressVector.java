@@ -71,6 +71,9 @@ final class AddressVector {
   // For shm: localPeers[fi_addr] is the record of a peer endpoint this process opened, else null.
   private ShmNames.Local[] localPeers = new ShmNames.Local[64];
 
+  // For shm: shmPids[fi_addr] is the process of the peer's endpoint, from its name, else 0.
+  private long[] shmPids = new long[64];
+
   /**
    * Creates an empty table.
    *
@@ -264,11 +267,14 @@ final class AddressVector {
       if (handle >= live.length) {
         live = Arrays.copyOf(live, (int) Math.max(handle + 1, 2L * live.length));
         localPeers = Arrays.copyOf(localPeers, live.length);
+        shmPids = Arrays.copyOf(shmPids, live.length);
       }
       live[(int) handle] = true;
       liveCount++;
       addsSinceOpen++;
       localPeers[(int) handle] = local;
+      String name = objects.facts.addrFormat() == Abi.FI_ADDR_STR ? ShmNames.nameOf(address) : null;
+      shmPids[(int) handle] = name == null ? 0 : ShmNames.pidOf(name);
       return handle;
     } catch (RuntimeException | Error rethrown) {
       throw rethrown;
@@ -319,6 +325,7 @@ final class AddressVector {
     live[(int) handle] = false;
     liveCount--;
     localPeers[(int) handle] = null;
+    shmPids[(int) handle] = 0;
     if (slotsRecycleStale) {
       // Retired, not removed: a freed slot would go to a later peer with this one's stale id. This
       // also keeps fi_av_remove away from a closed shm peer of this process, whose unmapped region
@@ -413,10 +420,22 @@ final class AddressVector {
     return slotsRecycleStale && addsSinceOpen >= RECYCLE_GUARD && retiredSinceOpen > 0;
   }
 
+  /**
+   * The process of a live shm peer's endpoint, from its name ({@code fi_shm://<pid>:...}), or 0
+   * when its name does not say (a name given with a source node) or it is not an shm peer.
+   *
+   * @param peer a live handle
+   * @return the pid, or 0
+   */
+  long shmPid(long peer) {
+    return shmPids[(int) peer];
+  }
+
   /** Forgets every handle: the address vector they index was closed. */
   void clear() {
     Arrays.fill(live, false);
     Arrays.fill(localPeers, null);
+    Arrays.fill(shmPids, 0);
     liveCount = 0;
     addsSinceOpen = 0;
     retiredSinceOpen = 0;

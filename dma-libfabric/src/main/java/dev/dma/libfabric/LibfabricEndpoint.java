@@ -493,9 +493,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     }
     if (Math.abs(code) == Abi.FI_EIO && refuseFirstPage) {
       return text
-          + ": shm could not copy the read (from 2.5 its error naming no operation, read at the"
-          + " post): most likely the remote address is not mapped in the target process, so the"
-          + " advertisement's address or the offset is wrong";
+          + ": shm could not copy the read: the remote range is not mapped in the target process,"
+          + " so the advertisement's address or the offset is wrong (from 2.5 shm says so with an"
+          + " error naming no operation, read at the post; up to 2.4 dma asked the kernel)";
     }
     if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(objects.facts.providerName())) {
       return text
@@ -513,12 +513,19 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    *
    * <p>sockets answers a post with {@code -FI_ENOENT} when its connection attempt finds nothing
    * listening at the peer's address: the peer is gone ({@link
-   * DmaException.Reason#PEER_UNREACHABLE}), as tcp says by never connecting.
+   * DmaException.Reason#PEER_UNREACHABLE}), as tcp says by never connecting. A read shm could not
+   * copy because the target never mapped the range ({@code -FI_EIO}) is {@link
+   * DmaException.Reason#ACCESS_DENIED}, as tcp's target refuses a range.
    */
   @Override
   public DmaException.Reason postFailureReason(int code) {
     if (Math.abs(code) == Abi.FI_ENOENT && "sockets".equals(objects.facts.providerName())) {
       return DmaException.Reason.PEER_UNREACHABLE;
+    }
+    if (Math.abs(code) == Abi.FI_EIO && refuseFirstPage) {
+      // shm's read copy failed (failedCopy, ShmFailedReads): the target's memory there is not
+      // accessible, the reason tcp gives a range its target refuses.
+      return DmaException.Reason.ACCESS_DENIED;
     }
     return DmaException.Reason.ofErrno(code);
   }
@@ -673,6 +680,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     if ("shm".equals(objects.facts.providerName())) {
       bounce = new ShmBounce(count);
       refuseFirstPage = objects.facts.virtualAddressing();
+      if (refuseFirstPage && Libfabric.version() < Abi.FI_VERSION_2_5) {
+        failedReads = new ShmFailedReads(count);
+      }
     }
     if (checked) {
       ShmWriteCheck writeCheck = new ShmWriteCheck(count, arena);
@@ -703,6 +713,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
 
   // On shm with virtual addresses: a remote address in the first page is refused before posting.
   private boolean refuseFirstPage;
+
+  // On shm up to 2.4, which read shm failed to copy (ShmFailedReads); null elsewhere.
+  private @Nullable ShmFailedReads failedReads;
+
+  // Inside failedCopy: an error entry naming no operation is the post's, not one to warn about.
+  private boolean takingFailedCopy;
 
   /** The first page, which no process maps (Linux's {@code vm.mmap_min_addr} is at least this). */
   private static final long FIRST_PAGE = 4096;
@@ -833,6 +849,16 @@ public final class LibfabricEndpoint implements FabricEndpoint {
         rc = read(slot, peer, localAddress, lengthBytes, descriptor, remoteAddress, remoteKey);
       }
     }
+    ShmFailedReads reads = failedReads;
+    if (reads != null) {
+      if (rc == POSTED) {
+        reads.posted(slot, peers.shmPid(peer), remoteAddress, lengthBytes);
+      } else if (rc == -Abi.FI_EAGAIN
+          && reads.refusedUnmapped(slot, peers.shmPid(peer), remoteAddress, lengthBytes)) {
+        return -Abi.FI_EIO;
+      }
+      return rc;
+    }
     return rc == -Abi.FI_EAGAIN && refuseFirstPage ? failedCopy(rc) : rc;
   }
 
@@ -844,13 +870,24 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    * queue is read at once: an error entry naming no operation that appeared there is this post's
    * (the worker posts from one thread, and shm writes the entry inside the post), and the post
    * fails with its errno. A genuine {@code -FI_EAGAIN} (a full queue) leaves no such entry. That is
-   * 2.5 and later; 2.0 to 2.4 write no entry (the read stays refused, and the worker's stall rule
-   * ends it), and 1.x accepts the post and writes the entry later (the completion deadline ends
-   * it): {@code ShmRefusalTest} pins all three.
+   * 2.5 and later; 2.0 to 2.4 write no entry, and 1.x accepts the post and writes the entry with no
+   * operation: there {@link ShmFailedReads} tells which read failed. {@code ShmRefusalTest} pins
+   * all three.
    */
   private int failedCopy(int rc) {
     long before = orphanErrors;
-    progress();
+    // The entry may sit behind completions not yet reaped: read on until it or the queue's end (a
+    // bound as well: the queue holds at most one entry per slot, plus this one).
+    takingFailedCopy = true;
+    try {
+      for (int reads = 0; reads <= slots / BATCH + 1 && orphanErrors == before; reads++) {
+        if (progressOnce() == -Abi.FI_EAGAIN) {
+          break;
+        }
+      }
+    } finally {
+      takingFailedCopy = false;
+    }
     return orphanErrors > before ? -orphanErrno : rc;
   }
 
@@ -1170,6 +1207,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
 
   /** Before a slot's completion is delivered: on shm, settles its bounce buffer. */
   private void settle(int slot, boolean succeeded) {
+    ShmFailedReads reads = failedReads;
+    if (reads != null) {
+      reads.ended(slot);
+    }
     ShmBounce shm = bounce;
     if (shm != null) {
       if (succeeded) {
@@ -1231,9 +1272,22 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       orphanCompletions++;
       orphanErrors++;
       orphanErrno = err == 0 ? Abi.FI_EIO : err;
-      LOG.log(
-          System.Logger.Level.WARNING,
-          "dropped a completion error naming no operation: " + errorMessage);
+      ShmFailedReads reads = failedReads;
+      int owner = reads == null ? -1 : reads.ownerOfOrphan();
+      if (owner >= 0) {
+        // 1.x: the read shm could not copy, matched (ShmFailedReads); its failure is delivered.
+        errorSlot = owner;
+        // The reason tcp gives a range its target refuses; shm's own errno is in the text.
+        errorErrno = Abi.FI_EACCES;
+        errorMessage =
+            reads.unmappedText(owner) + " (" + errorMessage + ", an error naming no operation)";
+        return true;
+      }
+      if (!takingFailedCopy) {
+        LOG.log(
+            System.Logger.Level.WARNING,
+            "dropped a completion error naming no operation: " + errorMessage);
+      }
     }
     return true;
   }
@@ -1357,6 +1411,11 @@ public final class LibfabricEndpoint implements FabricEndpoint {
    */
   @Override
   public void progress() {
+    progressOnce();
+  }
+
+  /** {@link #progress}: returns what the queue read returned ({@code -FI_EAGAIN}: it was empty). */
+  private long progressOnce() {
     ensureOpen(); // a CQ read after fi_close(cq) would crash inside libfabric
     if (check != null && check.deferred() > 0) {
       postDeferredChecks();
@@ -1399,6 +1458,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       throw new DmaException(
           DmaException.Kind.FABRIC, Native.failure("fi_cq_read", n), (int) -n, 0, null);
     }
+    return n;
   }
 
   private void enqueue(int slot, int errno, int providerErrno, @Nullable String message) {

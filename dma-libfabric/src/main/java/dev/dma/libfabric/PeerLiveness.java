@@ -143,7 +143,7 @@ final class PeerLiveness implements AutoCloseable {
     if (local != null) {
       return local.open ? null : "the shm endpoint " + name + " of this process was closed";
     }
-    long pid = pidOf(name);
+    long pid = ShmNames.pidOf(name);
     if (pid > 0 && ProcessHandle.of(pid).isEmpty()) {
       return "the process " + pid + " that opened the shm endpoint " + name + " has exited";
     }
@@ -151,24 +151,6 @@ final class PeerLiveness implements AutoCloseable {
       return "the shm region of " + name + " no longer exists (the endpoint closed)";
     }
     return null;
-  }
-
-  /** The pid of an shm name {@code fi_shm://<pid>:<uid>:<index>}, or 0 for another shape. */
-  private static long pidOf(String name) {
-    int start = ShmNames.SCHEME.length();
-    int end = name.indexOf(':', start);
-    if (end <= start || end - start > 10) {
-      return 0;
-    }
-    long pid = 0;
-    for (int i = start; i < end; i++) {
-      char c = name.charAt(i);
-      if (c < '0' || c > '9') {
-        return 0;
-      }
-      pid = pid * 10 + (c - '0');
-    }
-    return pid;
   }
 
   private @Nullable String tcpGone(byte[] address) {

@@ -87,6 +87,24 @@ public final class ShmNames {
     return text.startsWith(SCHEME) ? text : null;
   }
 
+  /** The pid of an shm name {@code fi_shm://<pid>:<uid>:<index>}, or 0 for another shape. */
+  static long pidOf(String name) {
+    int start = SCHEME.length();
+    int end = name.indexOf(':', start);
+    if (end <= start || end - start > 10) {
+      return 0;
+    }
+    long pid = 0;
+    for (int i = start; i < end; i++) {
+      char c = name.charAt(i);
+      if (c < '0' || c > '9') {
+        return 0;
+      }
+      pid = pid * 10 + (c - '0');
+    }
+    return pid;
+  }
+
   /**
    * Whether the shared-memory region of the shm endpoint named {@code name} exists now: shm opens
    * it as {@code /dev/shm/<name without the scheme>}. A snapshot: it may vanish right after.

@@ -280,59 +280,64 @@ class ShmRefusalTest {
 
   /**
    * A read from an address the target has not mapped, past the first page (below {@code
-   * vm.mmap_min_addr}, so never mapped), pinned per version. shm copies it itself with CMA, and the
-   * copy fails:
+   * vm.mmap_min_addr}, so never mapped), fails promptly on every version, though shm says so three
+   * ways. shm copies it itself with CMA, and the copy fails:
    *
    * <ul>
    *   <li>2.5 and later: the post answers {@code -FI_EAGAIN} and leaves an error entry naming no
    *       operation ({@code smr_rma_fast}); the post reads that entry at once and fails with its
-   *       errno, instead of a read retried at every pass until a deadline;
-   *   <li>2.0 to 2.4: the post answers {@code -FI_EAGAIN} and leaves nothing: the worker's stall
-   *       rule ends it ({@code progress_deadline}, or the completion deadline beside other
-   *       transfers);
-   *   <li>1.x: the post succeeds and an error entry naming no operation follows; the completion
-   *       deadline ends the read.
+   *       errno;
+   *   <li>2.0 to 2.4: the post answers {@code -FI_EAGAIN} and leaves nothing; the post asks the
+   *       kernel whether the target mapped the range ({@link ShmFailedReads}) and fails;
+   *   <li>1.x: the post succeeds and an error entry naming no operation follows; it is matched to
+   *       the read ({@link ShmFailedReads#ownerOfOrphan}), whose failure is delivered.
    * </ul>
+   *
+   * Reads on either side of it, in flight with it, succeed.
    */
   @Test
   @Timeout(value = 60, unit = TimeUnit.SECONDS)
-  void aReadFromAnUnmappedAddressIsPinnedPerVersion() {
+  void aReadFromAnUnmappedAddressFailsAloneAndPromptlyOnEveryVersion() {
     try (Loopback loopback = LoopbackTest.loopback("libfabric:shm")) {
       MemorySegment remote = loopback.arena.allocate(REGION, 4096);
+      remote.fill((byte) 7);
       MemorySegment local = loopback.arena.allocate(64, 4096);
+      MemorySegment before = loopback.arena.allocate(64, 4096);
+      MemorySegment after = loopback.arena.allocate(64, 4096);
       try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {
         long key = region.advertisement().remoteKey();
+        long good = region.advertisement().remoteAddress();
         LibfabricEndpoint initiator = (LibfabricEndpoint) loopback.initiator;
-        // The first posts to a new peer answer -FI_EAGAIN while shm exchanges names: post until
-        // something else comes, for 3 s (2.0-2.4 never answer anything else).
-        int rc;
-        long until = System.nanoTime() + 3_000_000_000L;
-        do {
-          rc = initiator.postRead(0, loopback.peer, local.address(), 64, 0, 0x8000, key);
-          if (rc != FabricEndpoint.AGAIN) {
-            break;
-          }
-          loopback.pump();
-        } while (System.nanoTime() < until);
+        // Names exchanged first, so that the reads below are copied at their post (1.x accepts
+        // the bad one then instead of refusing it while the peer is not yet known).
+        loopback.transfer(false, local, good, key);
+        long start = System.nanoTime();
+        assertEquals(0, loopback.post(false, 1, loopback.peer, before, good, key));
+        int rc = loopback.post(false, 2, loopback.peer, local, 0x8000, key);
+        assertEquals(0, loopback.post(false, 3, loopback.peer, after, good, key));
         int version = Libfabric.version();
-        if (version >= Abi.FI_VERSION_2_5) {
-          assertEquals(-Abi.FI_EIO, rc, "2.5+: the post fails with the entry's errno");
-          assertEquals(1, initiator.orphanCompletions());
-        } else if (version >= Abi.FI_VERSION_2_0) {
-          assertEquals(FabricEndpoint.AGAIN, rc, "2.0-2.4: refused, with nothing to say why");
-          assertEquals(0, initiator.orphanCompletions());
+        if (version >= Abi.FI_VERSION_2_0) {
+          assertEquals(-Abi.FI_EIO, rc, "2.x: the post fails");
+          assertTrue(
+              initiator.errorText(rc).contains("remote range is not mapped in the target process"),
+              initiator.errorText(rc));
+          assertEquals(version >= Abi.FI_VERSION_2_5 ? 1 : 0, initiator.orphanCompletions());
         } else {
           assertEquals(0, rc, "1.x: accepted");
-          long deadline = System.nanoTime() + 10_000_000_000L;
-          while (initiator.orphanCompletions() == 0) {
-            loopback.pump();
-            assertTrue(System.nanoTime() < deadline, "no error entry within 10 s");
-          }
+          assertEquals(2, loopback.await(2), "1.x: the read fails");
+          assertTrue(
+              loopback.sink.message[2].contains("[0x8000, +64) is not mapped in the target's"),
+              loopback.sink.message[2]);
+          assertEquals(1, initiator.orphanCompletions());
         }
-        if (rc != 0) {
-          // Nothing was posted: the endpoint still serves.
-          loopback.transfer(false, local, region.advertisement().remoteAddress(), key);
+        assertEquals(1, loopback.await(1), () -> "read before: " + loopback.sink.message[1]);
+        assertEquals(1, loopback.await(3), () -> "read after: " + loopback.sink.message[3]);
+        assertTrue(System.nanoTime() - start < 5_000_000_000L, "the failure took over 5 s to come");
+        for (MemorySegment read : new MemorySegment[] {before, after}) {
+          assertEquals(-1, read.mismatch(remote.asSlice(0, 64)), "a read beside it lost bytes");
         }
+        // The endpoint still serves.
+        loopback.transfer(false, local, good, key);
       }
     }
   }

@@ -31,6 +31,23 @@ class SysTest {
     assertTrue(names.stream().anyMatch(name -> name.contains("tcp")), names.toString());
   }
 
+  /** The kernel's answer ShmFailedReads relies on: mapped, not mapped, cannot tell. */
+  @Test
+  void processMappedTellsMappedFromUnmappedFromUnknown() {
+    long self = ProcessHandle.current().pid();
+    try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+      long mapped = arena.allocate(8192, 4096).address();
+      assertEquals(1, Native.processMapped(self, mapped, 8192));
+      assertEquals(1, Native.processMapped(self, mapped + 8191, 1));
+      // Below vm.mmap_min_addr nothing is ever mapped; a range running past a mapping's end
+      // reads its first byte and not its last.
+      assertEquals(0, Native.processMapped(self, 0x8000, 64));
+      assertEquals(0, Native.processMapped(self, mapped, 1L << 46));
+    }
+    // No such process (beyond pid_max): the kernel cannot say.
+    assertEquals(-1, Native.processMapped(1L << 30, 0x10000, 1));
+  }
+
   @Test
   void loadingKeepsTheJvmsSignalHandlers() {
     long before = Native.currentSegvHandler();

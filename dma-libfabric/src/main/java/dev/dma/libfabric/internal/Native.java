@@ -8,9 +8,11 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -149,6 +151,23 @@ public final class Native {
   private static final MemorySegment WRITE = libc("write");
   private static final MemorySegment READ = libc("read");
   private static final MemorySegment CLOSE_FD = libc("close");
+  private static final MemorySegment PROCESS_VM_READV = libc("process_vm_readv");
+
+  /**
+   * {@code ssize_t f(pid_t, const struct iovec*, unsigned long, const struct iovec*, unsigned long,
+   * unsigned long)}: process_vm_readv, with errno captured.
+   */
+  private static final MethodHandle L_ILLLLL_ERRNO =
+      handle(
+          FunctionDescriptor.of(
+              JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+          Linker.Option.captureCallState("errno"));
+
+  private static final VarHandle CAPTURED_ERRNO =
+      Linker.Option.captureStateLayout().varHandle(MemoryLayout.PathElement.groupElement("errno"));
+
+  /** {@code EFAULT} (asm-generic/errno-base.h; the same on every Linux architecture). */
+  private static final int EFAULT = 14;
 
   /** {@code int f(int, int)}: eventfd. */
   private static final MethodHandle I_II =
@@ -660,6 +679,54 @@ public final class Native {
   public static int ppoll(long fds, long count, long timeout) {
     try {
       return (int) I_LLLL.invokeExact(PPOLL, fds, count, timeout, 0L);
+    } catch (RuntimeException | Error rethrown) {
+      throw rethrown;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * Whether another process has mapped the first and the last byte of {@code [address, address +
+   * length)}, asked with {@code process_vm_readv}, the call shm's CMA copies use (so where shm can
+   * copy, this can ask). Allocates; for paths that already failed, never per transfer.
+   *
+   * @param pid the process
+   * @param address the range's first byte in that process
+   * @param length the range's length, at least 1
+   * @return 1 when both bytes are mapped and readable, 0 when either is not ({@code EFAULT}, or a
+   *     partial read), -1 when the kernel would not say (another user's process, an exited one, no
+   *     CMA)
+   */
+  public static int processMapped(long pid, long address, long length) {
+    try (Arena call = Arena.ofConfined()) {
+      MemorySegment local = call.allocate(Abi.IOVEC_SIZE + 2, 8);
+      MemorySegment remote = call.allocate(2 * Abi.IOVEC_SIZE, 8);
+      MemorySegment state = call.allocate(Linker.Option.captureStateLayout());
+      local.set(JAVA_LONG, Abi.IOVEC_BASE, local.address() + Abi.IOVEC_SIZE);
+      local.set(JAVA_LONG, Abi.IOVEC_LEN, 2);
+      remote.set(JAVA_LONG, Abi.IOVEC_BASE, address);
+      remote.set(JAVA_LONG, Abi.IOVEC_LEN, 1);
+      remote.set(JAVA_LONG, Abi.IOVEC_SIZE + Abi.IOVEC_BASE, address + length - 1);
+      remote.set(JAVA_LONG, Abi.IOVEC_SIZE + Abi.IOVEC_LEN, 1);
+      long read =
+          (long)
+              L_ILLLLL_ERRNO.invokeExact(
+                  PROCESS_VM_READV,
+                  state,
+                  (int) pid,
+                  local.address(),
+                  1L,
+                  remote.address(),
+                  2L,
+                  0L);
+      if (read == 2) {
+        return 1;
+      }
+      if (read >= 0) {
+        return 0;
+      }
+      return (int) CAPTURED_ERRNO.get(state, 0L) == EFAULT ? 0 : -1;
     } catch (RuntimeException | Error rethrown) {
       throw rethrown;
     } catch (Throwable impossible) {
