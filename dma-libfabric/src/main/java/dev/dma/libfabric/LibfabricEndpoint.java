@@ -454,6 +454,12 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     return orphanCompletions;
   }
 
+  /** How many shm write checks met {@code -FI_EAGAIN} and were owed (0 without the check). */
+  long shmChecksOwed() {
+    ShmWriteCheck writeCheck = check;
+    return writeCheck == null ? 0 : writeCheck.owedSoFar;
+  }
+
   /**
    * Whether every write's success waits for the check that it landed ({@link ShmWriteCheck}: shm on
    * libfabric 2.5+, once slots are open). For tests.

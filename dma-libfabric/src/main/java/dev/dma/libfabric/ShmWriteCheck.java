@@ -259,11 +259,15 @@ final class ShmWriteCheck {
 
   /** Queues a slot whose check met -FI_EAGAIN. */
   void defer(int slot) {
+    owedSoFar++;
     state[slot] |= CHECK_OWED;
     int tail = pendingHead + pendingCount;
     pending[tail >= pending.length ? tail - pending.length : tail] = slot;
     pendingCount++;
   }
+
+  /** How many checks were ever owed (deferred), for tests: the path a segmented write takes. */
+  long owedSoFar;
 
   /** The number of deferred checks. */
   int deferred() {

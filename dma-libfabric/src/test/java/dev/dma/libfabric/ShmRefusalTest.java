@@ -13,6 +13,7 @@ import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -165,6 +166,60 @@ class ShmRefusalTest {
   @Test
   @Timeout(value = 60, unit = TimeUnit.SECONDS)
   void onlyTheRefusedWriteOfAPipelinedBurstFails() {
+    pipelinedBurstWithOneRefusedWrite();
+  }
+
+  /**
+   * The burst above with shm's cross-memory attach off ({@code FI_SHM_DISABLE_CMA=1}, read when
+   * libfabric loads, so in a child JVM): writes above 4 KiB then go through shm's segmented path,
+   * during which shm refuses the check behind such a write ({@code sar_status}), so the check is
+   * owed ({@link ShmWriteCheck#defer}) and posted later, with no later write to that peer before
+   * it. The child runs the same assertions and reports how many checks were owed; 2.5+ only, where
+   * the check exists.
+   */
+  @Test
+  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  void aCheckOwedBehindASegmentedWriteStillJudgesItsWrite() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        reportsRefusedAsDone(), "the write check exists on shm 2.5+ only");
+    ProcessBuilder builder = ShmCloseOrderTest.child();
+    List<String> command = builder.command();
+    command.set(command.size() - 1, WithoutCma.class.getName());
+    builder.environment().put("FI_SHM_DISABLE_CMA", "1");
+    Process process = builder.start();
+    java.util.concurrent.CompletableFuture<String> output =
+        java.util.concurrent.CompletableFuture.supplyAsync(
+            () -> {
+              try (var in = process.getInputStream()) {
+                return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+              } catch (java.io.IOException e) {
+                return "(unreadable: " + e + ")";
+              }
+            });
+    boolean finished = process.waitFor(90, TimeUnit.SECONDS);
+    if (!finished) {
+      process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    }
+    String text = output.get(10, TimeUnit.SECONDS);
+    assertTrue(finished, "the child did not finish in 90 s:\n" + text);
+    assertEquals(0, process.exitValue(), text);
+    java.util.regex.Matcher owed =
+        java.util.regex.Pattern.compile("checks owed: (\\d+)").matcher(text);
+    assertTrue(owed.find(), text);
+    assertTrue(Long.parseLong(owed.group(1)) > 0, "no check was ever owed:\n" + text);
+  }
+
+  /** The child of {@link #aCheckOwedBehindASegmentedWriteStillJudgesItsWrite}. */
+  public static final class WithoutCma {
+    private WithoutCma() {}
+
+    public static void main(String[] args) {
+      System.out.println("checks owed: " + pipelinedBurstWithOneRefusedWrite());
+    }
+  }
+
+  /** Runs the burst and asserts its outcomes; returns how many write checks were owed. */
+  static long pipelinedBurstWithOneRefusedWrite() {
     int writes = 13;
     int refused = reportsRefusedAsDone() ? 6 : writes - 1;
     long[] sizes = {64, 4096, 65536};
@@ -210,6 +265,7 @@ class ShmRefusalTest {
           }
         }
         assertEquals(reportsRefusedAsDone() ? 1 : 0, loopback.sink.failed);
+        return ((LibfabricEndpoint) loopback.initiator).shmChecksOwed();
       }
     }
   }
