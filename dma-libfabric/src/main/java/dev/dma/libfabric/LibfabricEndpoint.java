@@ -1280,7 +1280,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       orphanErrno = err == 0 ? Abi.FI_EIO : err;
       ShmFailedReads reads = failedReads;
       int owner = reads == null ? -1 : reads.ownerOfOrphan();
-      if (owner >= 0) {
+      if (reads != null && owner >= 0) {
         // 1.x: the read shm could not copy, matched (ShmFailedReads); its failure is delivered.
         errorSlot = owner;
         // The reason tcp gives a range its target refuses; shm's own errno is in the text.
