@@ -1211,7 +1211,10 @@ public final class LibfabricEndpoint implements FabricEndpoint {
         + ")";
   }
 
-  /** Before a slot's completion is delivered: on shm, settles its bounce buffer. */
+  /**
+   * Before a slot's completion is delivered: on shm, settles its bounce buffer and, up to 2.4, ends
+   * its read's watch (ShmFailedReads).
+   */
   private void settle(int slot, boolean succeeded) {
     ShmFailedReads reads = failedReads;
     if (reads != null) {
