@@ -53,9 +53,11 @@ public final class ShmNames {
    * One shm endpoint this process opened; {@link #open} turns false just before its close, under
    * the record's monitor. A post to it from another endpoint of this process holds the monitor from
    * its check of {@link #open} to its return, so the region is never unmapped inside a post (shm
-   * copies the first part of a write into the peer's region inside the post). Copies shm makes
-   * later, while progressing a transfer already posted, are not covered: a peer endpoint of this
-   * process that closes with a transfer to it in flight is still a hazard.
+   * copies the first part of a write into the peer's region inside the post). Since dma inserts
+   * such a peer under an alias ({@link #aliasOf}), shm maps it separately, so what shm does later,
+   * while progressing a transfer already posted, touches a mapping of the inserting endpoint's own;
+   * the check stays, so that a post to a closed peer fails at once instead of waiting in a queue
+   * nobody reads.
    */
   static final class Local {
     final String name;
@@ -120,9 +122,9 @@ public final class ShmNames {
   /**
    * The same endpoint under another name: {@code fi_shm:///<pid>:<uid>:<index>}, NUL-terminated.
    * shm compares the name with its list of this process's endpoints as a string (no match), then
-   * opens it with {@code shm_open}, which skips leading slashes (glibc), so it maps the same file:
-   * the way in to shm's CMA check for a peer of this process ({@link
-   * Quirks#shmSkipsCmaCheckForLocalPeers}).
+   * opens it with {@code shm_open}, which skips leading slashes (glibc), so it maps the same file
+   * into a mapping of its own: one the peer's close does not unmap, and on 2.x the way in to shm's
+   * CMA check for a peer of this process ({@link Quirks#shmSkipsCmaCheckForLocalPeers}).
    *
    * @param name an shm name as {@link #nameOf} returns it
    * @return the alias's address bytes
