@@ -157,7 +157,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // that count hits 0. Counting from intake rather than posting stops a removal slipping between a
   // queued transfer and its post, where the post would re-insert the peer just removed. Deferring
   // the release to 0 also keeps it from flushing a live queue pair (EFA does flush).
-  private final LongObjectMap<Client> clients = new LongObjectMap<>();
+  private final ClientMap<Client> clients;
   private final ArrayDeque<Client> spareClients = new ArrayDeque<>();
 
   private final List<Completion<T>> completions = new ArrayList<>();
@@ -225,8 +225,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     idleSinceNs = now;
     // A stale incarnation leaves the address vector only when its holders' ops are done, as every
     // other removal does.
-    peers.deferRemovalWhile(clientId -> clients.get(clientId) != null);
     this.cap = inFlightCap(configuredCap, endpoint.maxTx());
+    this.clients = new ClientMap<>(ClientMap.slotsFor(cap));
+    peers.deferRemovalWhile(clientId -> clients.get(clientId) != null);
     this.slots = (Op<T>[]) new Op<?>[cap];
     this.freeSlots = new int[cap];
     for (int slot = 0; slot < cap; slot++) {
