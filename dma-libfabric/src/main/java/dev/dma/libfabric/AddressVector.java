@@ -238,12 +238,11 @@ final class AddressVector {
           null);
     }
     // A peer of this process goes in under an alias of its name, so that shm maps it as it maps
-    // another process's endpoint, on every version: with a mapping of this endpoint's own, which
-    // the
-    // peer's close does not unmap (under its own name shm points at the peer's mapping, and
-    // finishing a transfer the peer served before closing took a lock in unmapped memory on 1.17);
-    // and on 2.x with its CMA check, without which every transfer above 4 KiB between two
-    // endpoints of one process goes through bounce buffers (Quirks).
+    // another process's endpoint, on every version. It then has a mapping of this endpoint's own,
+    // which the peer's close does not unmap: under its own name shm points at the peer's mapping,
+    // and finishing a transfer the peer served before closing took a lock in unmapped memory
+    // (1.17, ShmCloseOrderTest). And on 2.x it runs its CMA check, without which every transfer
+    // above 4 KiB between two endpoints of one process goes through bounce buffers (Quirks).
     byte[] inserted = local != null ? ShmNames.aliasOf(local.name) : address;
     try (Arena call = Arena.ofConfined()) {
       MemorySegment bytes = call.allocate(inserted.length, 8);
