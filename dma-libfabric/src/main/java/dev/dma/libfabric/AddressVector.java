@@ -192,10 +192,10 @@ final class AddressVector {
    */
   long insert(byte[] address) {
     validate(address);
-    ShmNames.@Nullable Local local =
-        objects.facts.addrFormat() == Abi.FI_ADDR_STR
-            ? ShmNames.local(ShmNames.nameOf(address))
-            : null;
+    // The shm name an FI_ADDR_STR address carries, or null.
+    String shmName =
+        objects.facts.addrFormat() == Abi.FI_ADDR_STR ? ShmNames.nameOf(address) : null;
+    ShmNames.@Nullable Local local = ShmNames.local(shmName);
     if (local != null && !local.open) {
       // shm would map the closed endpoint's unmapped region: the insert or the first post is a
       // SIGSEGV.
@@ -215,8 +215,7 @@ final class AddressVector {
       String gone = PeerLiveness.shmGone(address);
       if (gone != null) {
         throw DmaException.fabric(
-            DmaException.Reason.PEER_UNREACHABLE,
-            "peer " + ShmNames.nameOf(address) + " is gone: " + gone);
+            DmaException.Reason.PEER_UNREACHABLE, "peer " + shmName + " is gone: " + gone);
       }
     }
     if (slotsRecycleStale && addsSinceOpen >= SLOTS && retiredSinceOpen > 0) {
@@ -271,8 +270,7 @@ final class AddressVector {
       liveCount++;
       addsSinceOpen++;
       localPeers[(int) handle] = local;
-      String name = objects.facts.addrFormat() == Abi.FI_ADDR_STR ? ShmNames.nameOf(address) : null;
-      shmPids[(int) handle] = name == null ? 0 : ShmNames.pidOf(name);
+      shmPids[(int) handle] = shmName == null ? 0 : ShmNames.pidOf(shmName);
       return handle;
     } catch (RuntimeException | Error rethrown) {
       throw rethrown;

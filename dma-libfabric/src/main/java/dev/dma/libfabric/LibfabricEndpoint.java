@@ -687,7 +687,7 @@ public final class LibfabricEndpoint implements FabricEndpoint {
       bounce = new ShmBounce(count);
       refuseFirstPage = objects.facts.virtualAddressing();
       if (refuseFirstPage && Libfabric.version() < Abi.FI_VERSION_2_5) {
-        failedReads = new ShmFailedReads(count);
+        failedReads = new ShmFailedReads(count, Libfabric.version() < Abi.FI_VERSION_2_0);
       }
     }
     if (checked) {
@@ -858,7 +858,9 @@ public final class LibfabricEndpoint implements FabricEndpoint {
     ShmFailedReads reads = failedReads;
     if (reads != null) {
       if (rc == POSTED) {
-        reads.posted(slot, peers.shmPid(peer), remoteAddress, lengthBytes);
+        if (reads.reportsAfterThePost) {
+          reads.posted(slot, peers.shmPid(peer), remoteAddress, lengthBytes);
+        }
       } else if (rc == -Abi.FI_EAGAIN
           && reads.refusedUnmapped(slot, peers.shmPid(peer), remoteAddress, lengthBytes)) {
         return -Abi.FI_EIO;

@@ -29,6 +29,12 @@ import dev.dma.libfabric.internal.Native;
  * <p>Owned by one {@link LibfabricEndpoint} and used by its owner thread only (posts, reaps).
  */
 final class ShmFailedReads {
+  /**
+   * Whether shm accepts a read whose copy fails and reports it later with no operation (1.x): only
+   * then are posted reads recorded, so 2.0 to 2.4 pay nothing per read for {@link #ownerOfOrphan}.
+   */
+  final boolean reportsAfterThePost;
+
   // Per slot: whether the slot's read is posted and not yet delivered, and what it reads.
   private final boolean[] open;
   private final long[] postSeq;
@@ -43,7 +49,8 @@ final class ShmFailedReads {
   private final long[] mappedAddress;
   private final long[] mappedLength;
 
-  ShmFailedReads(int slots) {
+  ShmFailedReads(int slots, boolean reportsAfterThePost) {
+    this.reportsAfterThePost = reportsAfterThePost;
     open = new boolean[slots];
     postSeq = new long[slots];
     pid = new long[slots];
@@ -54,7 +61,10 @@ final class ShmFailedReads {
     mappedLength = new long[slots];
   }
 
-  /** A read was accepted on {@code slot}: it is in flight until {@link #ended}. */
+  /**
+   * A read was accepted on {@code slot}: it is in flight until {@link #ended}. Called only where
+   * {@link #reportsAfterThePost}.
+   */
   void posted(int slot, long peerPid, long address, long length) {
     open[slot] = true;
     postSeq[slot] = nextSeq++;

@@ -53,6 +53,11 @@ class ShmCloseOrderTest {
   }
 
   static ProcessBuilder child(String... args) {
+    return childOf(Child.class, args);
+  }
+
+  /** A child JVM on this test class path, running {@code main} with {@code args}. */
+  static ProcessBuilder childOf(Class<?> main, String... args) {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.add("--enable-native-access=ALL-UNNAMED");
@@ -63,14 +68,22 @@ class ShmCloseOrderTest {
     }
     command.add("-cp");
     command.add(System.getProperty("java.class.path"));
-    command.add(Child.class.getName());
+    command.add(main.getName());
     command.addAll(List.of(args));
     return new ProcessBuilder(command).redirectErrorStream(true);
   }
 
   /** Runs a child to its end (at most 90 s) and returns its output; asserts exit 0. */
   static String run(String... args) throws Exception {
-    Process process = child(args).start();
+    return run(child(args), "child " + List.of(args));
+  }
+
+  /**
+   * Runs the child {@code builder} starts to its end (at most 90 s), removes the shm files a crash
+   * left, and returns its output; asserts exit 0 and no SIGSEGV.
+   */
+  static String run(ProcessBuilder builder, String what) throws Exception {
+    Process process = builder.start();
     // Drain on another thread so a full pipe cannot stall the child; bounded by waitFor below.
     StringBuilder output = new StringBuilder();
     Thread reader =
@@ -97,7 +110,7 @@ class ShmCloseOrderTest {
     }
     String text = output.toString();
     assertTrue(finished, "the child did not finish in 90 s:\n" + text);
-    assertEquals(0, process.exitValue(), "child " + List.of(args) + " output:\n" + text);
+    assertEquals(0, process.exitValue(), what + " output:\n" + text);
     assertFalse(text.contains("SIGSEGV"), text);
     return text;
   }

@@ -13,7 +13,6 @@ import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -182,27 +181,9 @@ class ShmRefusalTest {
   void aCheckOwedBehindASegmentedWriteStillJudgesItsWrite() throws Exception {
     org.junit.jupiter.api.Assumptions.assumeTrue(
         reportsRefusedAsDone(), "the write check exists on shm 2.5+ only");
-    ProcessBuilder builder = ShmCloseOrderTest.child();
-    List<String> command = builder.command();
-    command.set(command.size() - 1, WithoutCma.class.getName());
+    ProcessBuilder builder = ShmCloseOrderTest.childOf(WithoutCma.class);
     builder.environment().put("FI_SHM_DISABLE_CMA", "1");
-    Process process = builder.start();
-    java.util.concurrent.CompletableFuture<String> output =
-        java.util.concurrent.CompletableFuture.supplyAsync(
-            () -> {
-              try (var in = process.getInputStream()) {
-                return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-              } catch (java.io.IOException e) {
-                return "(unreadable: " + e + ")";
-              }
-            });
-    boolean finished = process.waitFor(90, TimeUnit.SECONDS);
-    if (!finished) {
-      process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-    }
-    String text = output.get(10, TimeUnit.SECONDS);
-    assertTrue(finished, "the child did not finish in 90 s:\n" + text);
-    assertEquals(0, process.exitValue(), text);
+    String text = ShmCloseOrderTest.run(builder, "the burst with CMA off");
     java.util.regex.Matcher owed =
         java.util.regex.Pattern.compile("checks owed: (\\d+)").matcher(text);
     assertTrue(owed.find(), text);
