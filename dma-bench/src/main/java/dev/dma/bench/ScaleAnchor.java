@@ -171,6 +171,17 @@ final class ScaleAnchor {
   static Result run(
       ScaleBench.Options options, String fabric, List<Advertisement> ads, PrintWriter err)
       throws InterruptedException {
+    return run(options, fabric, ads, err, bound(options));
+  }
+
+  /** {@link #run(ScaleBench.Options, String, List, PrintWriter)} with another bound (tests). */
+  static Result run(
+      ScaleBench.Options options,
+      String fabric,
+      List<Advertisement> ads,
+      PrintWriter err,
+      Duration bound)
+      throws InterruptedException {
     Path targets = null;
     Path output = null;
     Process process = null;
@@ -200,9 +211,10 @@ final class ScaleAnchor {
           String.join(" ", builder.command()));
       err.flush();
       process = builder.start();
-      Duration bound = bound(options);
       if (!process.waitFor(bound.toMillis(), TimeUnit.MILLISECONDS)) {
-        return Result.failed("the anchor did not finish within " + bound.toSeconds() + " s");
+        return Result.failed(
+            String.format(
+                Locale.ROOT, "the anchor did not finish within %.1f s", bound.toMillis() / 1e3));
       }
       Result result = parse(Files.readString(output, StandardCharsets.UTF_8));
       int code = process.exitValue();
