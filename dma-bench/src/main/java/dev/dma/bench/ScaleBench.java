@@ -58,6 +58,8 @@ final class ScaleBench {
    *     submitting, calls removePeer and waits for its transfers before the client closes) instead
    *     of closing with transfers in flight (a crash)
    * @param seed the churn's random seed
+   * @param anchor the native anchor's binary ({@link ScaleAnchor}), run after dma's phases for each
+   *     N, or null
    */
   record Options(
       String provider,
@@ -76,7 +78,8 @@ final class ScaleBench {
       Duration churnInterval,
       boolean reuseIds,
       boolean gracefulLeave,
-      long seed) {
+      long seed,
+      String anchor) {
     int maxClients() {
       return clients.getLast();
     }
@@ -106,6 +109,7 @@ final class ScaleBench {
    * @param clientStats the client processes' resident bytes, descriptors and fd limit, or empty
    * @param errors failed transfers
    * @param firstError the first failure, or empty
+   * @param anchor what the native anchor measured against the same clients, or null without one
    */
   record Row(
       int clients,
@@ -124,7 +128,8 @@ final class ScaleBench {
       long fds,
       String clientStats,
       long errors,
-      String firstError) {
+      String firstError,
+      ScaleAnchor.Result anchor) {
     double ratio() {
       return subsetRate <= 0 ? 0 : allRate / subsetRate;
     }
@@ -383,6 +388,11 @@ final class ScaleBench {
         min = Math.min(min, count);
         max = Math.max(max, count);
       }
+      // dma's service is idle now (drained); the clients stay loaded for the native server.
+      ScaleAnchor.Result anchor =
+          options.anchor() == null
+              ? null
+              : ScaleAnchor.run(options, hosts.fabric(), scale.advertisements(n), err);
       hosts.load(false);
       ProcessStats now = ProcessStats.now(true);
       Row row =
@@ -403,7 +413,8 @@ final class ScaleBench {
               now.fds(),
               hosts.stats(),
               errors,
-              error);
+              error,
+              anchor);
       err.printf(
           Locale.ROOT,
           "dma-bench scale: %,d clients: %,.0f transfers/s over all, %,.0f over %d (ratio %.2f),"
@@ -414,11 +425,37 @@ final class ScaleBench {
           options.subset(),
           row.ratio(),
           errors);
+      if (anchor != null) {
+        err.printf(
+            Locale.ROOT,
+            "dma-bench scale: %,d clients, native anchor: %,.0f transfers/s over all, %,.0f over %d"
+                + " (ratio %.2f), errors %d%s%n",
+            n,
+            anchor.allRate(),
+            anchor.subsetRate(),
+            options.subset(),
+            anchor.ratio(),
+            anchor.errors(),
+            anchor.error().isEmpty() ? "" : ", " + anchor.error());
+      }
       err.flush();
       return row;
     } finally {
       hosts.load(false);
     }
+  }
+
+  /** The anchor's three cells (with their leading space), or empty without {@code --anchor}. */
+  static String anchorColumns(Options options, Row r) {
+    if (options.anchor() == null) {
+      return "";
+    }
+    ScaleAnchor.Result a = r.anchor();
+    if (a == null || !a.error().isEmpty()) {
+      return " - | - | - |";
+    }
+    return String.format(
+        Locale.ROOT, " %,.0f | %,.0f | %.2f |", a.allRate(), a.subsetRate(), a.ratio());
   }
 
   private static Outcome churn(
@@ -547,8 +584,17 @@ final class ScaleBench {
             + " | all/"
             + options.subset()
             + " | p50/p99 us | per client min/max | heap B/peer | RSS KB/peer | server fds"
-            + " | client RSS MB / fds | errors |");
-    out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            + " | client RSS MB / fds | errors |"
+            + (options.anchor() == null
+                ? ""
+                : " anchor transfers/s all | anchor first "
+                    + options.subset()
+                    + " | anchor all/"
+                    + options.subset()
+                    + " |"));
+    out.println(
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            + (options.anchor() == null ? "" : "---:|---:|---:|"));
     for (Row r : outcome.rows()) {
       String clients = "";
       if (!r.clientStats().isEmpty()) {
@@ -558,7 +604,7 @@ final class ScaleBench {
       out.printf(
           Locale.ROOT,
           "| %,d | %.0f / %.0f | %.2f / %.2f | %,.0f | %,.0f | %.2f | %.0f / %.0f | %d / %d | %d |"
-              + " %.1f | %d | %s | %d |%n",
+              + " %.1f | %d | %s | %d |%s%n",
           r.clients(),
           r.addPeerMeanNanos() / 1e3,
           r.addPeerMaxNanos() / 1e3,
@@ -575,11 +621,21 @@ final class ScaleBench {
           r.rssBytesPerPeer() / 1e3,
           r.fds(),
           clients,
-          r.errors());
+          r.errors(),
+          anchorColumns(options, r));
     }
     for (Row r : outcome.rows()) {
       if (!r.firstError().isEmpty()) {
         out.println(r.clients() + " clients, first error: " + r.firstError());
+      }
+      if (r.anchor() != null && !r.anchor().error().isEmpty()) {
+        out.println(r.clients() + " clients, native anchor: " + r.anchor().error());
+      } else if (r.anchor() != null && r.anchor().errors() > 0) {
+        out.println(
+            r.clients()
+                + " clients, native anchor: "
+                + r.anchor().errors()
+                + " failed writes (its messages went to standard error)");
       }
     }
     if (!outcome.limit().isEmpty()) {

@@ -2,6 +2,8 @@ package dev.dma.bench;
 
 import dev.dma.api.DmaConfiguration;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -136,6 +138,15 @@ public final class ScaleCommand implements Callable<Integer> {
   @Option(names = "--seed", paramLabel = "N", description = "the churn's random seed")
   long seed = 1;
 
+  @Option(
+      names = "--anchor",
+      paramLabel = "PATH",
+      description =
+          "after dma's phases for each N, run the native server at PATH (built from"
+              + " dma-bench/native/scale_anchor.c) through the same phases against the same clients,"
+              + " and add its transfers/s and ratio to the table")
+  String anchor;
+
   /** Created by picocli. */
   public ScaleCommand() {}
 
@@ -192,6 +203,20 @@ public final class ScaleCommand implements Callable<Integer> {
     if (children < 0) {
       throw usage("--processes must be 0 or more");
     }
+    if (anchor != null) {
+      if (fake) {
+        throw usage("--anchor needs a libfabric provider: the fake's clients live in this JVM");
+      }
+      if (churn != null) {
+        throw usage("--anchor measures the table, not the churn");
+      }
+      if (!Files.isExecutable(Path.of(anchor))) {
+        throw usage(
+            "--anchor "
+                + anchor
+                + " is not an executable file: build it with make -C dma-bench/native");
+      }
+    }
     Duration churned =
         churn == null ? Duration.ZERO : DmaConfiguration.parseDuration("--churn", churn);
     return new ScaleBench.Options(
@@ -211,7 +236,8 @@ public final class ScaleCommand implements Callable<Integer> {
         DmaConfiguration.parseDuration("--churn-interval", churnInterval),
         reuseIds,
         gracefulLeave,
-        seed);
+        seed,
+        anchor == null ? null : Path.of(anchor).toAbsolutePath().toString());
   }
 
   private ParameterException usage(String message) {

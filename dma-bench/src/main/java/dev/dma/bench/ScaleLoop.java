@@ -247,6 +247,16 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
     return false;
   }
 
+  /**
+   * The advertisements of clients {@code 0 .. n - 1} (for {@link ScaleAnchor}).
+   *
+   * @param n how many
+   * @return them, in order
+   */
+  synchronized List<Advertisement> advertisements(int n) {
+    return List.of(Arrays.copyOf(ads, n));
+  }
+
   /** Clients live now. */
   synchronized int liveCount() {
     return liveCount;
