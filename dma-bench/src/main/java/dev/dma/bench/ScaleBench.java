@@ -143,6 +143,9 @@ final class ScaleBench {
    * @param limit why the sweep stopped before the last N, or empty
    * @param churn the churn run's counters, or null
    * @param churnEvents clients that left and joined again
+   * @param integrity every transfer's completion and bytes
+   * @param closedPeers peers the service held when the table's run closed it (0 for the churn)
+   * @param closeNanos how long that {@code close()} took
    */
   record Outcome(
       String fabric,
@@ -150,7 +153,9 @@ final class ScaleBench {
       String limit,
       ScaleLoop.Integrity churn,
       long churnEvents,
-      ScaleLoop.Integrity integrity) {
+      ScaleLoop.Integrity integrity,
+      int closedPeers,
+      long closeNanos) {
     boolean failed() {
       if (churn != null) {
         return churn.liveFailures() > 0
@@ -173,6 +178,7 @@ final class ScaleBench {
    * @return what happened
    * @throws Exception when set-up fails
    */
+  @SuppressWarnings("try") // the service is closed early, to time its close
   static Outcome run(Options options, PrintWriter err) throws Exception {
     int capacity = options.maxClients();
     boolean verify = options.churning();
@@ -245,7 +251,12 @@ final class ScaleBench {
           rows.add(measure(options, hosts, scale, n, added, baseline, err));
         }
         scale.stopAndDrain(DRAIN_NANOS);
-        return new Outcome(fabric, rows, limit, null, 0, scale.integrity());
+        // Closing with every peer still added and connected: what a server's shutdown costs at
+        // this scale (the try's second close is a no-op).
+        long closeStart = System.nanoTime();
+        service.close();
+        long closeNanos = System.nanoTime() - closeStart;
+        return new Outcome(fabric, rows, limit, null, 0, scale.integrity(), have, closeNanos);
       }
     }
   }
@@ -514,7 +525,7 @@ final class ScaleBench {
       hosts.load(false);
     }
     ScaleLoop.Integrity integrity = scale.integrity();
-    return new Outcome(fabric, List.of(), "", integrity, events, integrity);
+    return new Outcome(fabric, List.of(), "", integrity, events, integrity, 0, 0);
   }
 
   private static String text(Duration duration) {
@@ -640,6 +651,14 @@ final class ScaleBench {
     }
     if (!outcome.limit().isEmpty()) {
       out.println("stopped: " + outcome.limit());
+    }
+    if (outcome.closedPeers() > 0) {
+      out.printf(
+          Locale.ROOT,
+          "close: %,d peers in %,.0f ms (%.1f us a peer)%n",
+          outcome.closedPeers(),
+          outcome.closeNanos() / 1e6,
+          outcome.closeNanos() / 1e3 / outcome.closedPeers());
     }
     out.flush();
   }

@@ -111,6 +111,10 @@ class ScaleCommandTest {
         Pattern.compile("\\| (\\d+) / (\\d+) \\| 0 \\|$", Pattern.MULTILINE).matcher(r.out());
     assertTrue(clients.find(), r.out());
     assertTrue(clients.find() && Long.parseLong(clients.group(2)) >= 64, r.out());
+    // The close with every peer connected is timed, and counts them all.
+    Matcher close =
+        Pattern.compile("^close: 64 peers in ([\\d,]+) ms \\(", Pattern.MULTILINE).matcher(r.out());
+    assertTrue(close.find(), r.out());
   }
 
   @Test
