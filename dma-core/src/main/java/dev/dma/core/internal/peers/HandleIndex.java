@@ -7,39 +7,66 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
- * Client id to address-vector handle and address bytes, all inline in one 64-byte slot of a flat
- * {@code long[]}: what {@link PeerTable#handle} reads on every post of a known client. The map it
- * mirrors ({@code PeerTable}'s client to entry) costs a post three dependent cache misses once the
- * clients outgrow the cache (the key and value arrays, the entry, the entry's address array); a
- * slot here costs one, read at an index the client id alone gives. Measured with {@code
+ * Client id to address-vector handle and address bytes, all inline in one slot of a flat {@code
+ * long[]}: what {@link PeerTable#handle} reads on every post of a known client. The map it mirrors
+ * ({@code PeerTable}'s client to entry) costs a post three dependent cache misses once the clients
+ * outgrow the cache (the key and value arrays, the entry, the entry's address array); a slot here
+ * costs one, read at an index the client id alone gives. Measured with {@code
  * ManyClientsBenchmark}: that chain was two fifths of a transfer's time at 100,000 clients.
  *
- * <p>Slot layout: client id, handle, address length plus one (0 marks a free slot), then the
- * address in up to {@value #WORDS} little-endian words, zero-padded. Addresses longer than {@value
- * #MAX_ADDRESS} bytes are not kept (their posts take the map). Linear probing with backward-shift
- * deletion, power-of-two capacity, at most three quarters full: 85 to 170 bytes a client, paid for
- * the one cache line a lookup reads (measured heap per peer, {@code ManyClientsBenchmark}: about
- * 270 bytes without it, 390 to 470 with it, G1 rounding the large array up to whole regions).
+ * <p>Two slot layouts, one per table. Compact, 32 bytes, while every address is at most {@value
+ * #COMPACT_MAX_ADDRESS} bytes (tcp's IPv4 addresses) and every handle fits in {@value #HANDLE_BITS}
+ * bits: client id, then the address length plus one in the top byte over the handle, then the
+ * address in two little-endian words, zero-padded. Wide, 64 bytes, from the first longer address or
+ * larger handle on (the table is rebuilt once): client id, handle, address length plus one, then up
+ * to {@value #WORDS} words. In both a zero length word marks a free slot. Addresses longer than
+ * {@value #MAX_ADDRESS} bytes are not kept (their posts take the map). The per-transfer cost steps
+ * up once the slots outgrow the core's L2 cache ({@code ManyClientsBenchmark}: flat to about 6,000
+ * clients with 64-byte slots), so the compact layout keeps twice the clients there. Slots start
+ * {@value #PAD} longs into the array, so in an array that starts a cache line (a large one does: G1
+ * places it at a region's start) no slot straddles two lines.
+ *
+ * <p>Linear probing with backward-shift deletion, power-of-two capacity, at most three quarters
+ * full: 43 to 85 bytes a client compact, 85 to 170 wide.
  *
  * <p>Not thread-safe: owned by the fabric worker thread, as the table.
  */
 final class HandleIndex {
-  /** Address words a slot holds. */
+  /** Address words a wide slot holds. */
   static final int WORDS = 5;
 
   /** The longest address kept, in bytes (EFA's are 32, tcp's 16 or 28). */
   static final int MAX_ADDRESS = WORDS * 8;
 
-  private static final int SLOT = 8; // longs: id, handle, length + 1, WORDS words, one spare
-  private static final int SHIFT = 3;
+  /** The longest address a compact slot holds, in bytes. */
+  static final int COMPACT_MAX_ADDRESS = 16;
+
+  /** Handle bits a compact slot holds; the byte above them is the address length plus one. */
+  static final int HANDLE_BITS = 56;
+
+  private static final long HANDLE_MASK = (1L << HANDLE_BITS) - 1;
+  private static final int COMPACT_SHIFT = 2; // 4 longs: id, length + 1 over handle, 2 words
+  private static final int WIDE_SHIFT = 3; // 8 longs: id, handle, length + 1, WORDS words, spare
+  private static final int PAD = 6; // 16-byte array header + 48 bytes: slot 0 starts a line
   private static final VarHandle LONGS =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
-  private long[] slots = new long[16 * SLOT];
+  private int shift = COMPACT_SHIFT;
+  private long[] slots = new long[PAD + (16 << COMPACT_SHIFT)];
   private int mask = 15;
   private int size;
+  private final long[] scratch = new long[WORDS]; // an address's words, for put
 
   HandleIndex() {}
+
+  /**
+   * Whether the table holds compact slots (for tests).
+   *
+   * @return true until a longer address or a larger handle was put
+   */
+  boolean compact() {
+    return shift == COMPACT_SHIFT;
+  }
 
   /** Word {@code w} of an address, little-endian, zero past its end. */
   private static long word(byte[] address, int w) {
@@ -54,6 +81,11 @@ final class HandleIndex {
     return value;
   }
 
+  /** The word of a slot that is zero when the slot is free. */
+  private int lengthWord() {
+    return shift == COMPACT_SHIFT ? 1 : 2;
+  }
+
   /**
    * The slot holding {@code clientId} with exactly these address bytes, or -1.
    *
@@ -64,8 +96,28 @@ final class HandleIndex {
   int find(long clientId, byte[] address) {
     long[] s = slots;
     int m = mask;
+    if (shift == COMPACT_SHIFT) {
+      if (address.length > COMPACT_MAX_ADDRESS) {
+        return -1;
+      }
+      long length = (address.length + 1L) << HANDLE_BITS;
+      for (int index = LongObjectMap.hash(clientId) & m; ; index = (index + 1) & m) {
+        int base = PAD + (index << COMPACT_SHIFT);
+        long tagged = s[base + 1];
+        if (tagged == 0) {
+          return -1;
+        }
+        if (s[base] == clientId) {
+          boolean same =
+              (tagged & ~HANDLE_MASK) == length
+                  && s[base + 2] == word(address, 0)
+                  && (address.length <= 8 || s[base + 3] == word(address, 1));
+          return same ? index : -1;
+        }
+      }
+    }
     for (int index = LongObjectMap.hash(clientId) & m; ; index = (index + 1) & m) {
-      int base = index << SHIFT;
+      int base = PAD + (index << WIDE_SHIFT);
       long length = s[base + 2];
       if (length == 0) {
         return -1;
@@ -86,8 +138,8 @@ final class HandleIndex {
 
   /**
    * Reads the first slot each client's lookup reads, in a loop short enough that the loads' cache
-   * misses overlap: its length word and its last word, so both cache lines of a slot that straddles
-   * two (a large array starts 16 bytes into a line, so every slot does).
+   * misses overlap: the word that marks it taken, and in a wide slot its last word too, in case the
+   * slot straddles two lines (an array not placed at a line's start).
    *
    * @param clientIds clients
    * @param count how many of them
@@ -97,8 +149,14 @@ final class HandleIndex {
     long[] s = slots;
     int m = mask;
     long sum = 0;
+    if (shift == COMPACT_SHIFT) {
+      for (int i = 0; i < count; i++) {
+        sum += s[PAD + ((LongObjectMap.hash(clientIds[i]) & m) << COMPACT_SHIFT) + 1];
+      }
+      return sum;
+    }
     for (int i = 0; i < count; i++) {
-      int base = (LongObjectMap.hash(clientIds[i]) & m) << SHIFT;
+      int base = PAD + ((LongObjectMap.hash(clientIds[i]) & m) << WIDE_SHIFT);
       sum += s[base + 2] + s[base + 7];
     }
     return sum;
@@ -111,7 +169,8 @@ final class HandleIndex {
    * @return its handle
    */
   long handleAt(int slot) {
-    return slots[(slot << SHIFT) + 1];
+    long word = slots[PAD + (slot << shift) + 1];
+    return shift == COMPACT_SHIFT ? word & HANDLE_MASK : word;
   }
 
   /**
@@ -127,24 +186,49 @@ final class HandleIndex {
       remove(clientId);
       return;
     }
+    if (shift == COMPACT_SHIFT
+        && (address.length > COMPACT_MAX_ADDRESS || (handle & ~HANDLE_MASK) != 0)) {
+      rebuild(mask + 1, WIDE_SHIFT);
+    }
+    long[] words = scratch;
+    for (int w = 0; w < WORDS; w++) {
+      words[w] = word(address, w);
+    }
+    if (place(slots, shift, mask, clientId, handle, address.length + 1L, words)
+        && ++size * 4 > (mask + 1) * 3) {
+      rebuild((mask + 1) * 2, shift);
+    }
+  }
+
+  /**
+   * Writes a slot into {@code s}, over the client's own if it has one; returns whether the client
+   * is new there.
+   */
+  private static boolean place(
+      long[] s, int shift, int mask, long clientId, long handle, long lengthPlusOne, long[] words) {
+    int lengthWord = shift == COMPACT_SHIFT ? 1 : 2;
     int index = LongObjectMap.hash(clientId) & mask;
     boolean fresh = true;
-    for (; slots[(index << SHIFT) + 2] != 0; index = (index + 1) & mask) {
-      if (slots[index << SHIFT] == clientId) {
+    for (; s[PAD + (index << shift) + lengthWord] != 0; index = (index + 1) & mask) {
+      if (s[PAD + (index << shift)] == clientId) {
         fresh = false;
         break;
       }
     }
-    int base = index << SHIFT;
-    slots[base] = clientId;
-    slots[base + 1] = handle;
-    slots[base + 2] = address.length + 1L;
-    for (int w = 0; w < WORDS; w++) {
-      slots[base + 3 + w] = word(address, w);
+    int base = PAD + (index << shift);
+    s[base] = clientId;
+    if (shift == COMPACT_SHIFT) {
+      s[base + 1] = lengthPlusOne << HANDLE_BITS | handle;
+      s[base + 2] = words[0];
+      s[base + 3] = words[1];
+    } else {
+      s[base + 1] = handle;
+      s[base + 2] = lengthPlusOne;
+      for (int w = 0; w < WORDS; w++) {
+        s[base + 3 + w] = words[w];
+      }
     }
-    if (fresh && ++size * 4 > (mask + 1) * 3) {
-      grow();
-    }
+    return fresh;
   }
 
   /**
@@ -153,11 +237,12 @@ final class HandleIndex {
    * @param clientId the client
    */
   void remove(long clientId) {
+    int lengthWord = lengthWord();
     for (int index = LongObjectMap.hash(clientId) & mask;
-        slots[(index << SHIFT) + 2] != 0;
+        slots[PAD + (index << shift) + lengthWord] != 0;
         index = (index + 1) & mask) {
-      if (slots[index << SHIFT] == clientId) {
-        slots[(index << SHIFT) + 2] = 0;
+      if (slots[PAD + (index << shift)] == clientId) {
+        slots[PAD + (index << shift) + lengthWord] = 0;
         size--;
         shiftBack(index);
         return;
@@ -165,7 +250,7 @@ final class HandleIndex {
     }
   }
 
-  /** Forgets every client. */
+  /** Forgets every client (the layout stays). */
   void clear() {
     Arrays.fill(slots, 0L);
     size = 0;
@@ -182,33 +267,55 @@ final class HandleIndex {
 
   /** Closes the gap at {@code hole} by moving later slots of the same probe run back. */
   private void shiftBack(int hole) {
+    int lengthWord = lengthWord();
+    int slot = 1 << shift;
     for (int index = (hole + 1) & mask;
-        slots[(index << SHIFT) + 2] != 0;
+        slots[PAD + (index << shift) + lengthWord] != 0;
         index = (index + 1) & mask) {
-      int home = LongObjectMap.hash(slots[index << SHIFT]) & mask;
+      int home = LongObjectMap.hash(slots[PAD + (index << shift)]) & mask;
       // Move the slot into the hole unless its home lies cyclically in (hole, index].
       boolean homeBetween =
           hole <= index ? (hole < home && home <= index) : (hole < home || home <= index);
       if (!homeBetween) {
-        System.arraycopy(slots, index << SHIFT, slots, hole << SHIFT, SLOT);
-        slots[(index << SHIFT) + 2] = 0;
+        System.arraycopy(slots, PAD + (index << shift), slots, PAD + (hole << shift), slot);
+        slots[PAD + (index << shift) + lengthWord] = 0;
         hole = index;
       }
     }
   }
 
-  private void grow() {
+  /** Moves every slot into a new array of {@code capacity} slots in layout {@code newShift}. */
+  private void rebuild(int capacity, int newShift) {
     long[] old = slots;
-    slots = new long[old.length * 2];
-    mask = (slots.length >>> SHIFT) - 1;
-    for (int base = 0; base < old.length; base += SLOT) {
-      if (old[base + 2] != 0) {
-        int index = LongObjectMap.hash(old[base]) & mask;
-        while (slots[(index << SHIFT) + 2] != 0) {
-          index = (index + 1) & mask;
+    int oldShift = shift;
+    long[] fresh = new long[PAD + (capacity << newShift)];
+    int newMask = capacity - 1;
+    long[] words = new long[WORDS];
+    for (int base = PAD; base < old.length; base += 1 << oldShift) {
+      long handle;
+      long lengthPlusOne;
+      if (oldShift == COMPACT_SHIFT) {
+        long tagged = old[base + 1];
+        if (tagged == 0) {
+          continue;
         }
-        System.arraycopy(old, base, slots, index << SHIFT, SLOT);
+        handle = tagged & HANDLE_MASK;
+        lengthPlusOne = tagged >>> HANDLE_BITS;
+        words[0] = old[base + 2];
+        words[1] = old[base + 3];
+        Arrays.fill(words, 2, WORDS, 0L);
+      } else {
+        lengthPlusOne = old[base + 2];
+        if (lengthPlusOne == 0) {
+          continue;
+        }
+        handle = old[base + 1];
+        System.arraycopy(old, base + 3, words, 0, WORDS);
       }
+      place(fresh, newShift, newMask, old[base], handle, lengthPlusOne, words);
     }
+    slots = fresh;
+    shift = newShift;
+    mask = newMask;
   }
 }

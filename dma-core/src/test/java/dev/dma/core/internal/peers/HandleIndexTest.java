@@ -1,6 +1,7 @@
 package dev.dma.core.internal.peers;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Arrays;
@@ -25,21 +26,45 @@ class HandleIndexTest {
 
   @Test
   void findsExactlyWhatAMapOfClientToHandleAndAddressHolds() {
+    HandleIndex index = checkAgainstAModel(7, 0);
+    assertFalse(index.compact(), "random handles need the wide layout");
+  }
+
+  @Test
+  void compactSlotsFindExactlyWhatTheModelHolds() {
+    HandleIndex index = checkAgainstAModel(11, Integer.MAX_VALUE);
+    assertTrue(index.compact(), "short addresses and small handles stay compact");
+  }
+
+  @Test
+  void switchingFromCompactToWideMidwayKeepsEveryClient() {
+    HandleIndex index = checkAgainstAModel(13, 100_000);
+    assertFalse(index.compact());
+  }
+
+  /**
+   * Runs random puts, removals, touches and lookups against a map; from step {@code wideFrom} on,
+   * addresses up to past the longest kept and handles of any size, before it only what a compact
+   * slot holds (up to 16 bytes, handles under 2^56).
+   */
+  private static HandleIndex checkAgainstAModel(long seed, int wideFrom) {
     HandleIndex index = new HandleIndex();
     Map<Long, Held> model = new HashMap<>();
-    SplittableRandom random = new SplittableRandom(7);
+    SplittableRandom random = new SplittableRandom(seed);
     for (int step = 0; step < 200_000; step++) {
+      boolean wide = step >= wideFrom;
       // A small id range forces collisions, long probe runs, backward shifts and growth.
       long clientId = random.nextInt(400) - 200L;
       // Lengths around every word boundary, past the longest kept, and few distinct bytes, so a
       // lookup often carries another length or one differing byte.
-      byte[] address = new byte[1 + random.nextInt(HandleIndex.MAX_ADDRESS + 4)];
+      int longest = wide ? HandleIndex.MAX_ADDRESS + 4 : HandleIndex.COMPACT_MAX_ADDRESS;
+      byte[] address = new byte[1 + random.nextInt(longest)];
       for (int b = 0; b < address.length; b++) {
         address[b] = (byte) random.nextInt(2);
       }
       switch (random.nextInt(4)) {
         case 0 -> {
-          long handle = random.nextLong();
+          long handle = wide ? random.nextLong() : random.nextLong(1L << HandleIndex.HANDLE_BITS);
           index.put(clientId, handle, address);
           model.put(clientId, new Held(handle, address));
         }
@@ -54,7 +79,7 @@ class HandleIndexTest {
           long found = lookUp(index, clientId, asked);
           long wanted = expected(model, clientId, asked);
           if (asked.length <= HandleIndex.MAX_ADDRESS) {
-            assertEquals(wanted, found, "client " + clientId);
+            assertEquals(wanted, found, "client " + clientId + " at step " + step);
           } else {
             assertEquals(-1, found, "an address too long to keep is never found");
           }
@@ -68,8 +93,34 @@ class HandleIndexTest {
           address.length <= HandleIndex.MAX_ADDRESS ? held.getValue().handle() : -1, found);
     }
     assertTrue(index.size() <= model.size());
+    HandleIndex filled = index;
     index.clear();
     assertEquals(0, index.size());
+    return filled;
+  }
+
+  @Test
+  void aCompactTableWidensForALongAddressOrALargeHandle() {
+    for (boolean longAddress : new boolean[] {true, false}) {
+      HandleIndex index = new HandleIndex();
+      byte[][] addresses = new byte[100][];
+      for (int c = 0; c < 100; c++) {
+        addresses[c] = new byte[] {(byte) c, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        index.put(c, 1000 + c, addresses[c]);
+      }
+      assertTrue(index.compact());
+      if (longAddress) {
+        index.put(500, 7, new byte[28]);
+      } else {
+        index.put(500, -2, new byte[16]);
+      }
+      assertFalse(index.compact());
+      for (int c = 0; c < 100; c++) {
+        assertEquals(1000 + c, lookUp(index, c, addresses[c]), "client " + c);
+      }
+      assertEquals(longAddress ? 7 : -2, lookUp(index, 500, new byte[longAddress ? 28 : 16]));
+      assertEquals(101, index.size());
+    }
   }
 
   @Test
