@@ -31,6 +31,7 @@ import org.junit.jupiter.api.io.TempDir;
  * libfabric's headers are installed, the real binary built from {@code native/scale_anchor.c}
  * against two clients on tcp (needs the native lock on a shared machine).
  */
+@Timeout(60) // the default for the tests that run nothing; those that run a child say their own
 class ScaleAnchorTest {
   private static final Advertisement FIRST =
       new Advertisement(new byte[] {0x02, 0x00, (byte) 0xab, 0x7f}, 17, 0x7f0000001000L, 4096);

@@ -9,7 +9,9 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
+@Timeout(60) // pure computation, a few seconds at most; a regression that loops fails here
 class HandleIndexTest {
   private record Held(long handle, byte[] address) {}
 
