@@ -21,6 +21,15 @@ import org.jspecify.annotations.Nullable;
  * it names ({@link Direction#fromPeer(long)}), since there is no local source to measure. {@link
  * #builder} sets any field, for example a remote address inside the advertised region.
  *
+ * <p>A server with many clients keeps each client's {@link Peer}, returned by {@code addPeer} when
+ * the client says hello, and builds the client's requests from it, so the service posts them
+ * without looking the client up:
+ *
+ * <pre>{@code
+ * Peer peer = service.addPeer(clientId, advertisement.address());
+ * service.submit(TransferRequest.write(peer, advertisement, Operands.of(value)));
+ * }</pre>
+ *
  * <p>Ownership: the request owns {@code peerAddress}; do not change the array after building the
  * request. The context is owned by the service from submit until its completion is delivered.
  * Immutable otherwise; any thread may build and submit one.
@@ -57,6 +66,9 @@ import org.jspecify.annotations.Nullable;
  *     over the old connection from landing later, perhaps after a repost had succeeded and the
  *     caller had written that range again. {@link Completion#posts()} says how many times a
  *     transfer was posted
+ * @param peer the peer {@code addPeer} returned for this client and address, or {@code null}: with
+ *     it, the service that issued it posts without looking the client up ({@link Peer}); it changes
+ *     nothing else. Its client id and address must be the request's
  */
 public record TransferRequest<T extends Operands>(
     long clientId,
@@ -68,7 +80,8 @@ public record TransferRequest<T extends Operands>(
     T context,
     long remoteBase,
     long remoteLength,
-    boolean retryWrite) {
+    boolean retryWrite,
+    @Nullable Peer peer) {
 
   /** The {@link #remoteLength()} of a request whose peer region has no advertised length. */
   public static final long UNKNOWN_LENGTH = Advertisement.UNKNOWN_LENGTH;
@@ -106,15 +119,56 @@ public record TransferRequest<T extends Operands>(
         context,
         remoteBase,
         remoteLength,
-        false);
+        false,
+        null);
+  }
+
+  /**
+   * A request without a {@link Peer}: the service looks its client up by id and address.
+   *
+   * @param clientId the client's identity
+   * @param peerAddress the peer's fabric address
+   * @param remoteKey the peer's remote key
+   * @param remoteAddress the remote address
+   * @param direction which way the bytes move
+   * @param checksum the checksum choice
+   * @param context the caller context
+   * @param remoteBase the advertised region's remote address
+   * @param remoteLength the advertised region's length, or {@link #UNKNOWN_LENGTH}
+   * @param retryWrite whether a write may be posted again after a lost connection
+   */
+  public TransferRequest(
+      long clientId,
+      byte[] peerAddress,
+      long remoteKey,
+      long remoteAddress,
+      Direction direction,
+      Checksum checksum,
+      T context,
+      long remoteBase,
+      long remoteLength,
+      boolean retryWrite) {
+    this(
+        clientId,
+        peerAddress,
+        remoteKey,
+        remoteAddress,
+        direction,
+        checksum,
+        context,
+        remoteBase,
+        remoteLength,
+        retryWrite,
+        null);
   }
 
   /**
    * Checks the required fields.
    *
    * @throws NullPointerException naming the missing field
-   * @throws IllegalArgumentException if {@code peerAddress} is empty, or {@code remoteLength} is
-   *     neither {@link #UNKNOWN_LENGTH} nor positive
+   * @throws IllegalArgumentException if {@code peerAddress} is empty, {@code remoteLength} is
+   *     neither {@link #UNKNOWN_LENGTH} nor positive, or {@code peer} is another client's or has
+   *     another address
    */
   public TransferRequest {
     if (remoteLength != UNKNOWN_LENGTH && remoteLength <= 0) {
@@ -135,6 +189,23 @@ public record TransferRequest<T extends Operands>(
     }
     if (context == null) {
       throw new NullPointerException("context");
+    }
+    if (peer != null && (peer.clientId() != clientId || !peer.hasAddress(peerAddress))) {
+      throw new IllegalArgumentException(
+          peer.clientId() != clientId
+              ? "the peer is client "
+                  + peer.clientId()
+                  + "'s, not client "
+                  + clientId
+                  + "'s: build the request from the peer addPeer returned for this client"
+              : "client "
+                  + clientId
+                  + "'s advertised address "
+                  + HexFormat.of().formatHex(peerAddress)
+                  + " is not the peer's "
+                  + HexFormat.of().formatHex(peer.address())
+                  + ": the client advertised a new address; addPeer it and carry the peer that"
+                  + " returns");
     }
   }
 
@@ -196,6 +267,70 @@ public record TransferRequest<T extends Operands>(
   }
 
   /**
+   * A write of the context's {@link Operands#source()} into the whole buffer an advertisement
+   * names, carrying the client's {@link Peer} so that its service posts it without a lookup.
+   *
+   * @param <T> the caller context type
+   * @param to the peer {@code addPeer} returned for the client
+   * @param region the client's advertisement: key, remote address and length (the bound); its
+   *     address must be the peer's
+   * @param context the caller context; its source's size is the transfer length
+   * @return the request
+   * @throws IllegalArgumentException if the advertisement's address is not the peer's
+   */
+  public static <T extends Operands> TransferRequest<T> write(
+      Peer to, Advertisement region, T context) {
+    return of(to, region, Direction.TO_PEER, context);
+  }
+
+  /**
+   * A read of {@code lengthBytes} from the start of the buffer an advertisement names, carrying the
+   * client's {@link Peer}.
+   *
+   * @param <T> the caller context type
+   * @param from the peer {@code addPeer} returned for the client
+   * @param region the client's advertisement; its address must be the peer's
+   * @param lengthBytes how many bytes to read; not negative
+   * @param context the caller context
+   * @return the request
+   * @throws IllegalArgumentException if {@code lengthBytes} is negative or the advertisement's
+   *     address is not the peer's
+   */
+  public static <T extends Operands> TransferRequest<T> read(
+      Peer from, Advertisement region, long lengthBytes, T context) {
+    return of(from, region, Direction.fromPeer(lengthBytes), context);
+  }
+
+  /**
+   * A transfer either way over the buffer an advertisement names, carrying the client's {@link
+   * Peer}: the general form of {@link #write(Peer, Advertisement, Operands)} and {@link #read(Peer,
+   * Advertisement, long, Operands)}.
+   *
+   * @param <T> the caller context type
+   * @param peer the peer {@code addPeer} returned for the client
+   * @param region the client's advertisement; its address must be the peer's
+   * @param direction which way the bytes move
+   * @param context the caller context
+   * @return the request
+   * @throws IllegalArgumentException if the advertisement's address is not the peer's
+   */
+  public static <T extends Operands> TransferRequest<T> of(
+      Peer peer, Advertisement region, Direction direction, T context) {
+    return new TransferRequest<>(
+        peer.clientId(),
+        region.address(),
+        region.remoteKey(),
+        region.remoteAddress(),
+        direction,
+        Checksum.NONE,
+        context,
+        region.remoteAddress(),
+        region.lengthBytes(),
+        false,
+        peer);
+  }
+
+  /**
    * This request with another checksum choice, for example {@code withChecksum(Checksum.CRC32C)}
    * for a CRC-32C over the local operand at completion.
    *
@@ -229,7 +364,8 @@ public record TransferRequest<T extends Operands>(
         context,
         remoteBase,
         remoteLength,
-        newRetryWrite);
+        newRetryWrite,
+        peer);
   }
 
   /**
@@ -277,6 +413,13 @@ public record TransferRequest<T extends Operands>(
     return new Builder<>(context);
   }
 
+  /**
+   * Equal when every field but {@link #peer()} is: the peer is a shortcut that changes nothing
+   * about what the request means.
+   *
+   * @param other another object
+   * @return whether it is an equal request
+   */
   @Override
   public boolean equals(Object other) {
     return other instanceof TransferRequest<?> that
@@ -345,6 +488,7 @@ public record TransferRequest<T extends Operands>(
     private Direction direction = Direction.TO_PEER;
     private Checksum checksum = Checksum.NONE;
     private boolean retryWrite;
+    private @Nullable Peer peer;
 
     private Builder(T context) {
       this.context = context;
@@ -358,6 +502,21 @@ public record TransferRequest<T extends Operands>(
      */
     public Builder<T> clientId(long value) {
       this.clientId = value;
+      return this;
+    }
+
+    /**
+     * Sets the client's {@link Peer}, its id and its address: the peer {@code addPeer} returned, so
+     * that its service posts the request without a lookup. A later {@link #clientId} or {@link
+     * #peerAddress} must agree with it, and an {@link #advertisement} must carry its address.
+     *
+     * @param value the peer
+     * @return this builder
+     */
+    public Builder<T> peer(Peer value) {
+      this.peer = value;
+      this.clientId = value.clientId();
+      this.peerAddress = value.address();
       return this;
     }
 
@@ -451,6 +610,7 @@ public record TransferRequest<T extends Operands>(
      *
      * @return the request
      * @throws NullPointerException naming a missing field
+     * @throws IllegalArgumentException for a peer that is not the request's client and address
      */
     public TransferRequest<T> build() {
       return new TransferRequest<>(
@@ -463,7 +623,8 @@ public record TransferRequest<T extends Operands>(
           context,
           remoteBase,
           remoteLength,
-          retryWrite);
+          retryWrite,
+          peer);
     }
   }
 }

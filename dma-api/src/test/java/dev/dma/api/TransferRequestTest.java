@@ -1,13 +1,16 @@
 package dev.dma.api;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 class TransferRequestTest {
@@ -98,5 +101,69 @@ class TransferRequestTest {
     assertNotEquals(known, unknown);
     assertEquals(known, at(new Advertisement(PEER, 9, 64, 4096), 0));
     assertTrue(known.toString().contains("remoteLength=4096"), known.toString());
+  }
+
+  /** A peer as a service issues one: its own copy of the address. */
+  private record TestPeer(long clientId, byte[] bytes) implements Peer {
+    @Override
+    public byte[] address() {
+      return bytes.clone();
+    }
+
+    @Override
+    public boolean hasAddress(byte[] address) {
+      return Arrays.equals(bytes, address);
+    }
+  }
+
+  @Test
+  void aRequestBuiltFromAPeerCarriesItsClientAddressAndTheRegion() {
+    Peer peer = new TestPeer(7, PEER);
+    Advertisement ad = new Advertisement(PEER, 9, 0x10000, 4096);
+    TransferRequest<Operands> write = TransferRequest.write(peer, ad, CONTEXT);
+    assertSame(peer, write.peer());
+    assertEquals(7, write.clientId());
+    assertArrayEquals(PEER, write.peerAddress());
+    assertEquals(9, write.remoteKey());
+    assertEquals(0x10000, write.remoteBase());
+    assertEquals(4096, write.remoteLength());
+    assertEquals(Direction.TO_PEER, write.direction());
+    TransferRequest<Operands> read = TransferRequest.read(peer, ad, 64, CONTEXT);
+    assertSame(peer, read.peer());
+    assertEquals(Direction.fromPeer(64), read.direction());
+    assertSame(peer, write.withChecksum(Checksum.CRC32C).peer());
+    assertSame(peer, write.withRetryWrite(true).peer());
+    assertSame(peer, TransferRequest.builder(CONTEXT).peer(peer).advertisement(ad).build().peer());
+    assertNull(TransferRequest.write(7, ad, CONTEXT).peer());
+  }
+
+  @Test
+  void thePeerIsAShortcutNotPartOfWhatTheRequestMeans() {
+    Advertisement ad = new Advertisement(PEER, 9, 0x10000, 4096);
+    TransferRequest<Operands> withPeer = TransferRequest.write(new TestPeer(7, PEER), ad, CONTEXT);
+    TransferRequest<Operands> without = TransferRequest.write(7, ad, CONTEXT);
+    assertEquals(without, withPeer);
+    assertEquals(without.hashCode(), withPeer.hashCode());
+  }
+
+  @Test
+  void aPeerOfAnotherAddressOrClientIsRefusedWithWhatToDo() {
+    Peer peer = new TestPeer(7, PEER);
+    Advertisement moved = new Advertisement(new byte[] {4, 5, 6}, 9, 0x10000, 4096);
+    IllegalArgumentException address =
+        assertThrows(
+            IllegalArgumentException.class, () -> TransferRequest.write(peer, moved, CONTEXT));
+    assertTrue(address.getMessage().contains("040506"), address.getMessage());
+    assertTrue(address.getMessage().contains("addPeer"), address.getMessage());
+    IllegalArgumentException client =
+        assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                TransferRequest.builder(CONTEXT)
+                    .peer(peer)
+                    .advertisement(new Advertisement(PEER, 9, 0))
+                    .clientId(8)
+                    .build());
+    assertTrue(client.getMessage().contains("client 7"), client.getMessage());
   }
 }

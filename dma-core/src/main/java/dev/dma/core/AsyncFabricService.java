@@ -7,6 +7,7 @@ import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
+import dev.dma.api.Peer;
 import dev.dma.api.TransferRequest;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricProvider;
@@ -220,9 +221,10 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    *
    * @param clientId the client
    * @param address its fabric address
+   * @return the client's peer, for its requests
    */
-  public void addPeer(long clientId, byte[] address) {
-    inner.addPeer(clientId, address);
+  public Peer addPeer(long clientId, byte[] address) {
+    return inner.addPeer(clientId, address);
   }
 
   /**
@@ -308,7 +310,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
 
     MemoryRegion register(MemorySegment segment);
 
-    void addPeer(long clientId, byte[] address);
+    Peer addPeer(long clientId, byte[] address);
 
     void removePeer(long clientId);
 
@@ -344,8 +346,8 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
     }
 
     @Override
-    public void addPeer(long clientId, byte[] address) {
-      service.addPeer(clientId, address);
+    public Peer addPeer(long clientId, byte[] address) {
+      return service.addPeer(clientId, address);
     }
 
     @Override
@@ -396,8 +398,8 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
     }
 
     @Override
-    public void addPeer(long clientId, byte[] address) {
-      group.addPeer(clientId, address);
+    public Peer addPeer(long clientId, byte[] address) {
+      return group.addPeer(clientId, address);
     }
 
     @Override

@@ -1,9 +1,11 @@
 package dev.dma.core;
 
+import dev.dma.api.Advertisement;
 import dev.dma.api.BatchCompleter;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.Peer;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.internal.Commands;
 import dev.dma.core.internal.FabricWorker;
@@ -11,6 +13,7 @@ import dev.dma.core.internal.Reply;
 import dev.dma.core.internal.Telemetry;
 import dev.dma.core.internal.Threads;
 import dev.dma.core.internal.WorkerChannel;
+import dev.dma.core.internal.peers.BoundPeer;
 import dev.dma.core.internal.peers.PeerTable;
 import dev.dma.core.internal.regions.LocalRegions;
 import dev.dma.core.internal.regions.RegionRegistry;
@@ -348,19 +351,30 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
 
   /**
    * Inserts a client's address ahead of any transfer, so a bad address fails here (the client's
-   * hello) rather than on its first transfer. Asking again with the same address is harmless.
-   * Blocks until the worker answers.
+   * hello) rather than on its first transfer, and returns the client's {@link Peer}: requests that
+   * carry it ({@link TransferRequest#write(Peer, Advertisement, Operands)}) are posted without
+   * looking the client up, which keeps the cost of a transfer flat with many thousands of clients.
+   * Asking again with the same address is harmless; the newest peer is the fast one, and an older
+   * one still works, through the lookup. Blocks until the worker answers.
    *
    * @param clientId the client
    * @param address its fabric address
+   * @return the client's peer, for its requests; keep it beside the client's advertisement
    * @throws DmaException {@link DmaException.Reason#BAD_REQUEST} for an address that is not one of
    *     this provider's (wrong length or form); {@link DmaException.Reason#CLOSED} once the service
    *     is closed or its worker is gone; the provider's reason for an address it refuses
    */
-  public void addPeer(long clientId, byte[] address) {
+  public Peer addPeer(long clientId, byte[] address) {
+    BoundPeer peer = new BoundPeer(clientId, address);
+    addPeer(peer);
+    return peer;
+  }
+
+  /** Adds a client's peer, issued by this service or by its group. */
+  void addPeer(BoundPeer peer) {
     refuseOnWorker("addPeer");
     Reply<Void> reply = new Reply<>();
-    if (!channel.offer(new Commands.AddPeer(clientId, address.clone(), reply))) {
+    if (!channel.offer(new Commands.AddPeer(peer, reply))) {
       throw closedError();
     }
     reply.await("fabric worker exited before adding the peer");

@@ -10,9 +10,11 @@ import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
+import dev.dma.api.Peer;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.internal.FabricWorker;
+import dev.dma.core.internal.peers.BoundPeer;
 import dev.dma.spi.FabricProvider;
 import io.opentelemetry.api.OpenTelemetry;
 import java.lang.foreign.MemorySegment;
@@ -411,7 +413,8 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
               chunk,
               request.remoteBase(),
               request.remoteLength(),
-              request.retryWrite());
+              request.retryWrite(),
+              request.peer());
       if (offerChunk(part, placed[i]) != FabricService.Offer.ACCEPTED) {
         // Its room was held, so only a worker that went away since refuses it.
         stripe.chunkDone(
@@ -592,17 +595,20 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
 
   /**
    * Inserts a client's address on every device, so a bad address fails here and any device can
-   * carry its transfers. Blocks until every worker answered.
+   * carry its transfers, and returns the client's {@link Peer}, which every device posts without a
+   * lookup (see {@link FabricService#addPeer(long, byte[])}). Blocks until every worker answered.
    *
    * @param clientId the client
    * @param address its fabric address
+   * @return the client's peer, for its requests
    * @throws DmaException the first device's refusal (the others are still asked)
    */
-  public void addPeer(long clientId, byte[] address) {
+  public Peer addPeer(long clientId, byte[] address) {
+    BoundPeer peer = new BoundPeer(clientId, address);
     DmaException first = null;
     for (FabricService<T> service : array) {
       try {
-        service.addPeer(clientId, address);
+        service.addPeer(peer);
       } catch (DmaException refused) {
         if (first == null) {
           first = refused;
@@ -612,6 +618,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     if (first != null) {
       throw first;
     }
+    return peer;
   }
 
   /**

@@ -14,6 +14,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.Peer;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricProviders;
@@ -567,6 +568,71 @@ abstract class ConformanceSuite {
       assertTrue(service.submit(request(client, thirdAd, Direction.TO_PEER, new Buffer(6, local))));
       assertDone(completions.take());
       assertEquals(Checksums.crc32c(local), Checksums.crc32c(thirdMemory));
+      assertEquals(0, service.outstanding());
+    } finally {
+      closeAll(incarnations);
+    }
+  }
+
+  /**
+   * Requests that carry the {@link Peer} {@code addPeer} returned (the form a server with many
+   * clients uses, posted without a lookup) move exactly the bytes requests without one move, in
+   * both directions; after the client restarts under its id, its new peer is served and a request
+   * still carrying the old peer is refused as stale without a post, as one carrying only the old
+   * address is; after removePeer, the new peer's next request inserts the client again.
+   */
+  @Test
+  void requestsCarryingTheirPeerMoveTheSameBytesAndAnOldPeerIsStale() throws Exception {
+    long client = 80;
+    List<PassiveTarget> incarnations = new ArrayList<>();
+    MemorySegment local = arena.allocate(4096);
+    try {
+      PassiveTarget first = lifecycleTarget(incarnations);
+      MemorySegment firstMemory = arena.allocate(4096, 4096);
+      Advertisement firstAd = first.expose(firstMemory, RemoteAccess.READ_WRITE).advertisement();
+      Peer firstPeer = service.addPeer(client, firstAd.address());
+      assertEquals(client, firstPeer.clientId());
+      for (int i = 0; i < 100; i++) {
+        Patterns.fill(local, 100 + i);
+        assertTrue(
+            service.submit(
+                TransferRequest.write(firstPeer, firstAd, new Buffer(i, local))
+                    .withChecksum(Checksum.CRC32C)));
+        Completion<Buffer> written = completions.take();
+        assertDone(written);
+        assertEquals(Checksums.crc32c(local), Checksums.crc32c(firstMemory), "write " + i);
+      }
+      MemorySegment landing = arena.allocate(4096);
+      assertTrue(
+          service.submit(
+              TransferRequest.read(firstPeer, firstAd, 4096, new Buffer(100, landing))
+                  .withChecksum(Checksum.CRC32C)));
+      assertDone(completions.take());
+      assertEquals(Checksums.crc32c(firstMemory), Checksums.crc32c(landing), "the bytes read");
+
+      // The client restarts under its id with a new address.
+      first.close();
+      PassiveTarget second = lifecycleTarget(incarnations);
+      MemorySegment secondMemory = arena.allocate(4096, 4096);
+      Advertisement secondAd = second.expose(secondMemory, RemoteAccess.READ_WRITE).advertisement();
+      Peer secondPeer = service.addPeer(client, secondAd.address());
+      Patterns.fill(local, 7);
+      assertTrue(
+          service.submit(TransferRequest.write(secondPeer, secondAd, new Buffer(101, local))));
+      assertDone(completions.take());
+      assertEquals(Checksums.crc32c(local), Checksums.crc32c(secondMemory));
+      assertTrue(service.submit(TransferRequest.write(firstPeer, firstAd, new Buffer(102, local))));
+      Completion<Buffer> stale = completions.take();
+      assertFalse(stale.outcome().isDone());
+      assertEquals(DmaException.Reason.BAD_REQUEST, stale.outcome().error().reason());
+      assertEquals(0, stale.posts());
+
+      service.removePeer(client);
+      Patterns.fill(local, 8);
+      assertTrue(
+          service.submit(TransferRequest.write(secondPeer, secondAd, new Buffer(103, local))));
+      assertDone(completions.take());
+      assertEquals(Checksums.crc32c(local), Checksums.crc32c(secondMemory));
       assertEquals(0, service.outstanding());
     } finally {
       closeAll(incarnations);

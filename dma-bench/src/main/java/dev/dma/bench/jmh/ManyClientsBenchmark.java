@@ -6,12 +6,17 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.Operands;
+import dev.dma.api.Peer;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import java.lang.foreign.Arena;
 import java.lang.management.ManagementFactory;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -138,6 +143,31 @@ public class ManyClientsBenchmark {
   @Param({"64"})
   public int window;
 
+  /**
+   * What a request names its client by: {@code peer}, the {@link Peer} {@code addPeer} returned
+   * (posted without a lookup), or {@code id}, the client id and address alone (looked up in the
+   * peer table on every post).
+   */
+  @Param({"peer", "id"})
+  public String carry = "peer";
+
+  /**
+   * When requests are built: {@code once}, all at setup, so the caller only reads them; or {@code
+   * each}, the completer builds each from the client's peer or id and advertisement as it submits
+   * it, as a server does, and then touches that client's objects itself.
+   */
+  @Param({"once"})
+  public String build = "once";
+
+  /**
+   * The order clients come round in: {@code sequential} (the order their objects were allocated in,
+   * which the hardware prefetches) or {@code shuffled} (a fixed random permutation, so each
+   * client's objects are a cache miss for the caller too, as in a server whose clients ask at
+   * random).
+   */
+  @Param({"sequential"})
+  public String order = "sequential";
+
   private Arena arena;
   private FabricService<Operands> service;
   private RoundRobin loop;
@@ -154,35 +184,57 @@ public class ManyClientsBenchmark {
         DmaConfiguration.builder().providers("fake").maxInFlight(window).build();
     arena = Arena.ofShared();
     Operands operands = Operands.of(arena.allocate(64, 64));
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    TransferRequest<Operands>[] requests = new TransferRequest[Math.max(clients, this.requests)];
-    for (int r = 0; r < requests.length; r++) {
-      int i = r % clients;
+    Advertisement[] advertisements = new Advertisement[clients];
+    for (int i = 0; i < clients; i++) {
       byte[] address = new byte[16];
       address[0] = (byte) 0xfe;
       address[8] = (byte) i;
       address[9] = (byte) (i >>> 8);
       address[10] = (byte) (i >>> 16);
-      requests[r] =
-          TransferRequest.of(
-              i + 1, new Advertisement(address, 7, 4096, 64), Direction.TO_PEER, operands);
+      advertisements[i] = new Advertisement(address, 7, 4096, 64);
     }
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    TransferRequest<Operands>[] requests = new TransferRequest[Math.max(clients, this.requests)];
     all = requests;
-    loop = new RoundRobin(requests);
+    loop = new RoundRobin(requests, operands);
     service =
         FabricService.<Operands>builder(configuration)
             .provider(new InstantEndpoint.Provider())
             .completer(loop)
             .start();
     loop.service = service;
+    Peer[] peers = new Peer[clients];
     long before = heap();
     for (int i = 0; i < clients; i++) {
-      service.addPeer(i + 1, requests[i].peerAddress());
+      peers[i] = service.addPeer(i + 1, advertisements[i].address());
     }
     long after = heap();
     System.out.printf(
         "%nclients %d: heap per peer %d B (%d B for all)%n",
         clients, (after - before) / clients, after - before);
+    boolean byPeer =
+        switch (carry) {
+          case "peer" -> true;
+          case "id" -> false;
+          default -> throw new IllegalArgumentException("carry is peer or id, not " + carry);
+        };
+    for (int r = 0; r < requests.length; r++) {
+      int i = r % clients;
+      requests[r] =
+          byPeer
+              ? TransferRequest.of(peers[i], advertisements[i], Direction.TO_PEER, operands)
+              : TransferRequest.of(i + 1, advertisements[i], Direction.TO_PEER, operands);
+    }
+    switch (order) {
+      case "sequential" -> {}
+      case "shuffled" -> Collections.shuffle(Arrays.asList(requests), new Random(42));
+      default -> throw new IllegalArgumentException("order is sequential or shuffled: " + order);
+    }
+    switch (build) {
+      case "once" -> {}
+      case "each" -> loop.buildEach(byPeer ? peers : null, advertisements);
+      default -> throw new IllegalArgumentException("build is once or each, not " + build);
+    }
   }
 
   private static long heap() {
@@ -245,14 +297,39 @@ public class ManyClientsBenchmark {
   /** Resubmits every completion to the next client until the count is reached. */
   private static final class RoundRobin implements BatchCompleter<Operands> {
     private final TransferRequest<Operands>[] requests;
+    private final Operands operands;
     FabricService<Operands> service;
     private int next;
     private long left;
     private long outstanding;
     private long failed;
+    // With build=each: the client of each request, read from the prebuilt one (same order), and
+    // what a request to it is built from.
+    private Peer @Nullable [] peers;
+    private Advertisement @Nullable [] advertisements;
+    private boolean each;
 
-    RoundRobin(TransferRequest<Operands>[] requests) {
+    RoundRobin(TransferRequest<Operands>[] requests, Operands operands) {
       this.requests = requests;
+      this.operands = operands;
+    }
+
+    void buildEach(Peer @Nullable [] byPeer, Advertisement[] byClient) {
+      peers = byPeer;
+      advertisements = byClient;
+      each = true;
+    }
+
+    /** The request to submit next: the prebuilt one, or one built now for the same client. */
+    private TransferRequest<Operands> request(TransferRequest<Operands> prebuilt) {
+      if (!each) {
+        return prebuilt;
+      }
+      int client = (int) prebuilt.clientId() - 1;
+      Advertisement region = advertisements[client];
+      return peers != null
+          ? TransferRequest.of(peers[client], region, Direction.TO_PEER, operands)
+          : TransferRequest.of(client + 1, region, Direction.TO_PEER, operands);
     }
 
     synchronized long run(long transfers, int window) throws InterruptedException {
@@ -274,7 +351,7 @@ public class ManyClientsBenchmark {
     private void submitNext() {
       left--;
       outstanding++;
-      TransferRequest<Operands> request = requests[next];
+      TransferRequest<Operands> request = request(requests[next]);
       next = next + 1 == requests.length ? 0 : next + 1;
       if (!service.submit(request)) {
         outstanding--;

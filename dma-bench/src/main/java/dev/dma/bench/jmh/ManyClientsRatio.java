@@ -10,7 +10,13 @@ import java.util.Locale;
  * nanoseconds per transfer, and the median of the per-alternation ratios to the first size.
  *
  * <p>{@code java -cp dma-bench.jar dev.dma.bench.jmh.ManyClientsRatio [alternations] [sizes...]}
- * (defaults: 30 alternations of 1,000 and 100,000 clients).
+ * (defaults: 30 alternations of 1,000 and 100,000 clients). {@code -Dcarry=peer,id} (the default)
+ * measures requests carrying their {@link dev.dma.api.Peer} and requests naming only the client id,
+ * each size both ways, in the same alternation; {@code -Dcarry=peer} or {@code -Dcarry=id} one way.
+ * {@code -Drequests=N} cycles through N request objects at every size (see {@link
+ * ManyClientsBenchmark#requests}), {@code -Dbuild=each} builds each request as it is submitted and
+ * {@code -Dorder=shuffled} visits the clients in a random order ({@link
+ * ManyClientsBenchmark#build}, {@link ManyClientsBenchmark#order}).
  */
 public final class ManyClientsRatio {
   private ManyClientsRatio() {}
@@ -23,15 +29,19 @@ public final class ManyClientsRatio {
    */
   public static void main(String[] args) throws InterruptedException {
     int alternations = args.length > 0 ? Integer.parseInt(args[0]) : 30;
-    int[] sizes =
-        args.length > 1
-            ? Arrays.stream(args, 1, args.length).mapToInt(Integer::parseInt).toArray()
-            : new int[] {1_000, 100_000};
+    int[] sizes = sizes(args);
+    String[] carries = System.getProperty("carry", "peer,id").split(",");
+    int kinds = sizes.length;
+    sizes = Arrays.stream(carries).flatMapToInt(carry -> Arrays.stream(sizes(args))).toArray();
     ManyClientsBenchmark[] states = new ManyClientsBenchmark[sizes.length];
     for (int i = 0; i < sizes.length; i++) {
       states[i] = new ManyClientsBenchmark();
       states[i].clients = sizes[i];
       states[i].window = 64;
+      states[i].carry = carries[i / kinds];
+      states[i].requests = Integer.getInteger("requests", 0);
+      states[i].build = System.getProperty("build", "once");
+      states[i].order = System.getProperty("order", "sequential");
       states[i].setUp();
     }
     // Warm-up: every service long enough for the JIT to settle on the shared worker code.
@@ -49,17 +59,19 @@ public final class ManyClientsRatio {
         nanos[i][a] = (System.nanoTime() - start) / (double) ManyClientsBenchmark.TRANSFERS;
       }
       for (int i = 0; i < sizes.length; i++) {
-        ratios[i][a] = nanos[i][a] / nanos[0][a];
+        ratios[i][a] = nanos[i][a] / nanos[i - i % kinds][a];
       }
     }
     for (int i = 0; i < sizes.length; i++) {
       System.out.printf(
           Locale.ROOT,
-          "clients %,7d: %6.1f ns/transfer (median of %d), ratio to %,d: %.2f (quartiles %.2f-%.2f)%n",
+          "carry %-4s clients %,7d: %6.1f ns/transfer (median of %d), ratio to %,d: %.2f"
+              + " (quartiles %.2f-%.2f)%n",
+          states[i].carry,
           sizes[i],
           median(nanos[i]),
           alternations,
-          sizes[0],
+          sizes[i - i % kinds],
           median(ratios[i]),
           quantile(ratios[i], 0.25),
           quantile(ratios[i], 0.75));
@@ -67,6 +79,12 @@ public final class ManyClientsRatio {
     for (ManyClientsBenchmark state : states) {
       state.tearDown();
     }
+  }
+
+  private static int[] sizes(String[] args) {
+    return args.length > 1
+        ? Arrays.stream(args, 1, args.length).mapToInt(Integer::parseInt).toArray()
+        : new int[] {1_000, 100_000};
   }
 
   private static double median(double[] values) {

@@ -1,5 +1,7 @@
 package dev.dma.core.internal;
 
+import dev.dma.core.internal.peers.BoundPeer;
+
 /**
  * Control messages to the fabric worker, queued on the same {@link WorkerChannel} as transfers so
  * they keep FIFO order with them.
@@ -8,13 +10,13 @@ public final class Commands {
   private Commands() {}
 
   /**
-   * Insert a client's peer address ahead of any transfer, so a bad address fails the hello.
+   * Insert a client's peer address ahead of any transfer, so a bad address fails the hello, and
+   * issue the peer its requests carry.
    *
-   * @param clientId the client
-   * @param address its fabric address
+   * @param peer the client, its address, and where the worker records its handle
    * @param reply answered with {@code null} on success
    */
-  public record AddPeer(long clientId, byte[] address, Reply<Void> reply) {}
+  public record AddPeer(BoundPeer peer, Reply<Void> reply) {}
 
   /**
    * Release a client's peer once its outstanding operations drain.

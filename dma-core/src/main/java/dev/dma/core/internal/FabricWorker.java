@@ -469,11 +469,14 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private int passes;
 
   // The clients of the transfers intake accepted since the last post pass, whose peer-table slots
-  // the pass loads all at once before posting any (PeerTable#warm): with many clients each lookup
-  // is a cache miss, and taken one post at a time they were a third of a transfer's time at 100,000
-  // clients; loaded together they overlap. Past the array's end the rest are looked up cold.
+  // (for requests carrying their peer, the table's vouched-for entries) the pass loads all at once
+  // before posting any (PeerTable#warm): with many clients each is a cache miss, and taken one post
+  // at a time they were a third of a transfer's time at 100,000 clients; loaded together they
+  // overlap. Past the arrays' ends the rest are read cold.
   private final long[] warmIds = new long[256];
   private int warmCount;
+  private final long[] warmVouched = new long[256];
+  private int warmVouchedCount;
 
   /** Drains the channel without blocking; returns whether it is closed and drained. */
   private boolean intake() {
@@ -491,9 +494,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       case Traced traced -> accept((TransferRequest<T>) traced.request(), traced.parent());
       case Commands.AddPeer add -> {
         // The application says the peer is back (or new): its transfers are posted again.
-        deadPeers.remove(add.clientId());
+        deadPeers.remove(add.peer().clientId());
         try {
-          peers.advertise(add.clientId(), add.address());
+          peers.advertise(add.peer());
           add.reply().send(null);
         } catch (DmaException error) {
           add.reply().fail(error);
@@ -579,7 +582,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.client = clientFor(request.clientId());
     op.client.outstanding++;
     pending.addLast(op);
-    if (warmCount < warmIds.length) {
+    if (request.peer() != null) {
+      if (warmVouchedCount < warmVouched.length) {
+        warmVouched[warmVouchedCount++] = request.clientId();
+      }
+    } else if (warmCount < warmIds.length) {
       warmIds[warmCount++] = request.clientId();
     }
   }
@@ -660,6 +667,10 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     if (warmCount > 0) {
       peers.warm(warmIds, warmCount);
       warmCount = 0;
+    }
+    if (warmVouchedCount > 0) {
+      peers.warmVouched(warmVouched, warmVouchedCount);
+      warmVouchedCount = 0;
     }
     int posted = 0;
     int attempts = pending.size();
@@ -889,7 +900,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    */
   private int post(Op<T> op) {
     TransferRequest<T> request = op.request;
-    long peer = peers.handle(request.clientId(), request.peerAddress());
+    long peer = peers.handle(request.clientId(), request.peerAddress(), request.peer());
     long address = op.operand.address();
     // Leased once per op and kept across -FI_EAGAIN and retries: re-registering an uncached
     // operand on every refused post would pin and unpin it thousands of times a second.

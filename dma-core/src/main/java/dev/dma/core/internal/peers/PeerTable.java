@@ -1,6 +1,7 @@
 package dev.dma.core.internal.peers;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.Peer;
 import dev.dma.core.internal.LongObjectMap;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.System.Logger.Level;
@@ -57,6 +58,19 @@ import org.jspecify.annotations.Nullable;
  * change: {@link #handle} fails it with {@link DmaException.Reason#BAD_REQUEST} and touches
  * nothing. Letting it re-insert its old address instead evicted the live one, whose next transfer
  * evicted the old one back, a warning each time, for as long as both kinds of transfer kept coming.
+ *
+ * <h2>A peer the table vouches for is posted without a lookup</h2>
+ *
+ * A {@link BoundPeer} (what {@code addPeer} returns) that the table has matched to the client's
+ * current entry is remembered, with the entry's handle, in two arrays indexed by the client id; a
+ * post whose request carries that same peer object gets the handle with one reference compare and
+ * no hashing, no address compare, and no read of the peer itself. Twelve bytes a client instead of
+ * the index's 32 to 64: at 100,000 clients the index outgrows the caches, and its slot was a cache
+ * miss on every post (issue 21). The table stops vouching for a peer whenever the client's entry
+ * changes in any way (another address, a release, an eviction, a reset, the table's clear); the
+ * peer then takes the lookup, with the lookup's outcomes, and is vouched for again once a lookup
+ * matches it. Client ids that are negative, past {@link #DENSE_LIMIT}, or too sparse to index
+ * directly (see {@link #vouch}) always take the lookup.
  */
 public final class PeerTable {
   private static final System.Logger LOG = System.getLogger(PeerTable.class.getName());
@@ -66,6 +80,9 @@ public final class PeerTable {
 
   /** How many previous addresses are remembered per client, and previous incarnations per slot. */
   static final int HISTORY = 4;
+
+  /** Client ids the vouched-for arrays reach: below 2^20, so they hold at most 12 MiB. */
+  static final int DENSE_LIMIT = 1 << 20;
 
   private static final VarHandle INSERTS;
   private static final VarHandle REMOVES;
@@ -94,6 +111,16 @@ public final class PeerTable {
    * exactly that handle in {@code byClient}.
    */
   private final HandleIndex handles = new HandleIndex();
+
+  /**
+   * The peer this table vouches for, indexed by client id (null for none), and its handle in {@link
+   * #handleById}: changed only with {@link #byClient}'s entry for the client (see {@link #vouch}
+   * and {@link #withdraw}).
+   */
+  private @Nullable Object[] vouchedById = new Object[0];
+
+  private long[] handleById = new long[0];
+  private int vouchedCount;
 
   /**
    * Identity to entry: a dedup index that does not hold. Entries whose last holder left stay here,
@@ -172,6 +199,38 @@ public final class PeerTable {
    *     then holds nothing)
    */
   public long handle(long clientId, byte[] address) {
+    return handle(clientId, address, null);
+  }
+
+  /**
+   * As {@link #handle(long, byte[])}, for a request that carries a {@link Peer}: when it is the
+   * peer this table vouches for the client, that handle, found by comparing references (the peer is
+   * not read). Otherwise the lookup, after which a {@link BoundPeer} is vouched for: the request
+   * guarantees that its client and address are {@code clientId} and {@code address}, so the handle
+   * the lookup found is its handle. Worker thread only.
+   *
+   * @param clientId the client
+   * @param address the request's address
+   * @param peer the request's peer, or null
+   * @return the live handle
+   * @throws DmaException as {@link #handle(long, byte[])}
+   */
+  public long handle(long clientId, byte[] address, @Nullable Peer peer) {
+    if (peer == null) {
+      return lookUp(clientId, address);
+    }
+    @Nullable Object[] byId = vouchedById;
+    if (clientId >= 0 && clientId < byId.length && byId[(int) clientId] == peer) {
+      return handleById[(int) clientId];
+    }
+    long handle = lookUp(clientId, address);
+    if (peer instanceof BoundPeer bound) {
+      vouch(clientId, bound, handle);
+    }
+    return handle;
+  }
+
+  private long lookUp(long clientId, byte[] address) {
     int slot = handles.find(clientId, address);
     if (slot >= 0) {
       return handles.handleAt(slot);
@@ -224,6 +283,61 @@ public final class PeerTable {
       return current.handle;
     }
     return slowHandle(clientId, address, current, true);
+  }
+
+  /**
+   * As {@link #advertise(long, byte[])} with the peer's client and address, then vouches for the
+   * peer (in place of any other peer of the client) until the client's entry changes. Worker thread
+   * only.
+   *
+   * @param peer the peer {@code addPeer} returns
+   * @return the live handle
+   * @throws DmaException as {@link #advertise(long, byte[])}; nothing is vouched for then
+   */
+  public long advertise(BoundPeer peer) {
+    long handle = advertise(peer.clientId(), peer.addressBytes());
+    vouch(peer.clientId(), peer, handle);
+    return handle;
+  }
+
+  /**
+   * Remembers {@code peer} as the client's, with the handle of the client's current entry, so its
+   * posts skip the lookup. Only for ids the arrays may reach: below {@link #DENSE_LIMIT}, and while
+   * growing them, below twice the clients vouched for plus 1,024, so a server whose ids are sparse
+   * (hashes, or a few large ones) spends no memory on them; those clients take the lookup.
+   */
+  private void vouch(long clientId, BoundPeer peer, long handle) {
+    if (clientId < 0 || clientId >= DENSE_LIMIT) {
+      return;
+    }
+    int at = (int) clientId;
+    if (at >= vouchedById.length) {
+      if (at >= 2 * vouchedCount + 1024) {
+        return;
+      }
+      int length = Math.min(DENSE_LIMIT, Math.max(1024, Integer.highestOneBit(at) << 1));
+      vouchedById = Arrays.copyOf(vouchedById, length);
+      handleById = Arrays.copyOf(handleById, length);
+    }
+    if (vouchedById[at] == null) {
+      vouchedCount++;
+    }
+    vouchedById[at] = peer;
+    handleById[at] = handle;
+  }
+
+  /** Stops vouching for the client's peer, if any: its entry is changing. */
+  private void withdraw(long clientId) {
+    if (clientId >= 0 && clientId < vouchedById.length && vouchedById[(int) clientId] != null) {
+      vouchedById[(int) clientId] = null;
+      vouchedCount--;
+    }
+  }
+
+  /** Stops vouching for every peer: every entry is going. */
+  private void withdrawAll() {
+    Arrays.fill(vouchedById, null);
+    vouchedCount = 0;
   }
 
   private long slowHandle(long clientId, byte[] address, Entry current, boolean advertised) {
@@ -302,15 +416,40 @@ public final class PeerTable {
     warmth = handles.touch(clientIds, count);
   }
 
+  /**
+   * As {@link #warm(long[], int)} for requests that carry their peers: loads where {@link
+   * #handle(long, byte[], Peer)} finds the peers this table vouches for. Worker thread only.
+   *
+   * @param clientIds the clients of the requests about to be posted
+   * @param count how many of them
+   */
+  public void warmVouched(long[] clientIds, int count) {
+    @Nullable Object[] byId = vouchedById;
+    long[] handles = handleById;
+    long sum = 0;
+    for (int i = 0; i < count; i++) {
+      long clientId = clientIds[i];
+      if (clientId >= 0 && clientId < byId.length) {
+        sum += handles[(int) clientId] + (byId[(int) clientId] == null ? 0 : 1);
+      }
+    }
+    warmth = sum;
+  }
+
   /** Makes {@code entry} the client's, in both maps; returns the one it held before, or null. */
   private @Nullable Entry hold(long clientId, Entry entry) {
     handles.put(clientId, entry.handle, entry.address);
-    return byClient.put(clientId, entry);
+    Entry before = byClient.put(clientId, entry);
+    if (before != entry) {
+      withdraw(clientId);
+    }
+    return before;
   }
 
   /** Takes the client's entry out of both maps; returns it, or null when it held none. */
   private @Nullable Entry drop(long clientId) {
     handles.remove(clientId);
+    withdraw(clientId);
     return byClient.remove(clientId);
   }
 
@@ -493,6 +632,7 @@ public final class PeerTable {
         });
     byClient.clear();
     handles.clear();
+    withdrawAll();
     byIdentity.clear();
     retired.clear();
     liveEntries = 0;
@@ -537,6 +677,7 @@ public final class PeerTable {
   public void clear() {
     byClient.clear();
     handles.clear();
+    withdrawAll();
     byIdentity.clear();
     retired.clear();
     previous.clear();
@@ -587,6 +728,12 @@ public final class PeerTable {
    */
   public long evictions() {
     return (long) EVICTIONS.getOpaque(this);
+  }
+
+  /** Whether the peer's handle is this table's to post without a lookup; for tests. */
+  boolean vouchesFor(BoundPeer peer) {
+    long clientId = peer.clientId();
+    return clientId >= 0 && clientId < vouchedById.length && vouchedById[(int) clientId] == peer;
   }
 
   /** How many clients hold {@code clientId}'s entry (0 when it holds none); for tests. */

@@ -46,4 +46,34 @@ class FastPathAllocationTest {
     assertTrue(sink[0] > 0);
     table.clear();
   }
+
+  @Test
+  void aVouchedPeersHandleAllocatesNothing() {
+    RecordingEndpoint endpoint = new RecordingEndpoint();
+    PeerTable table = new PeerTable(endpoint);
+    int clients = 256;
+    BoundPeer[] peers = new BoundPeer[clients];
+    byte[][] addresses = new byte[clients][];
+    long[] ids = new long[clients];
+    for (int i = 0; i < clients; i++) {
+      addresses[i] = new byte[] {1, (byte) i, (byte) (i >>> 8)};
+      peers[i] = new BoundPeer(i, addresses[i]);
+      ids[i] = i;
+      table.advertise(peers[i]);
+    }
+    int[] next = {0};
+    long[] sink = {0};
+    long allocated =
+        Allocations.measure(
+            200_000,
+            () -> {
+              int client = next[0]++ & (clients - 1);
+              sink[0] += table.handle(client, addresses[client], peers[client]);
+              table.warmVouched(ids, 8);
+            });
+    assertEquals(clients, endpoint.inserted().size());
+    assertTrue(allocated < 1024, "the fast path allocated " + allocated + " bytes");
+    assertTrue(sink[0] > 0);
+    table.clear();
+  }
 }
