@@ -11,6 +11,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.Peer;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
@@ -174,6 +175,40 @@ class StripedGroupFakeTest {
     assertNothingMore();
     for (int i = 0; i < 3; i++) {
       assertEquals(2, opsOn(i), "device " + i + " carried one chunk of each");
+    }
+  }
+
+  /**
+   * The peer a group's addPeer returns serves every device: a striped write's chunks (one per
+   * device) and small transfers wherever they go land exactly, before and after removePeer.
+   */
+  @Test
+  void aGroupsPeerCarriesStripedChunksAndSmallTransfersOnEveryDevice() throws Exception {
+    Peer peer = group.addPeer(1, ad.address());
+    MemorySegment local = arena.allocate(LENGTH, 4096);
+    Patterns.fill(local, 41);
+    assertTrue(
+        group.submit(
+            TransferRequest.write(peer, ad, new Buffer(1, local)).withChecksum(Checksum.CRC32C)));
+    Completion<Buffer> striped = completions.take();
+    assertEquals(3, striped.chunks());
+    assertEquals(Checksums.crc32c(local), striped.outcome().done().checksum().orElseThrow());
+    assertEquals(Checksums.crc32c(local), Checksums.crc32c(remote.asSlice(0, LENGTH)));
+    assertNothingMore();
+    MemorySegment small = arena.allocate(4096, 4096);
+    for (int i = 0; i < 30; i++) {
+      if (i == 15) {
+        group.removePeer(1);
+      }
+      Patterns.fill(small, 50 + i);
+      assertTrue(group.submit(TransferRequest.write(peer, ad, new Buffer(2 + i, small))));
+      assertTrue(completions.take().outcome().isDone());
+      assertEquals(
+          Checksums.crc32c(small), Checksums.crc32c(remote.asSlice(0, 4096)), "write " + i);
+    }
+    assertNothingMore();
+    for (int i = 0; i < 3; i++) {
+      assertTrue(opsOn(i) >= 2, "device " + i + " carried a chunk and small writes: " + opsOn(i));
     }
   }
 

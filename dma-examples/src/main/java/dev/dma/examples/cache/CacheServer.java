@@ -6,6 +6,7 @@ import dev.dma.api.Completion;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
+import dev.dma.api.Peer;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.AsyncFabricService;
 import java.io.BufferedReader;
@@ -192,9 +193,12 @@ public final class CacheServer implements AutoCloseable {
     }
   }
 
-  /** One client's state on its connection: its id and advertisement once it said hello. */
+  /**
+   * One client's state on its connection, once it said hello: its peer (its id and address, which
+   * every request carries so the service posts it without a lookup) and its advertisement.
+   */
   private final class Session {
-    private long clientId = -1;
+    private @Nullable Peer peer;
     private @Nullable Advertisement buffer;
     private boolean done;
 
@@ -228,8 +232,7 @@ public final class CacheServer implements AutoCloseable {
       // A new id per hello: an id whose peer hit a deadline stays failed until addPeer, and a
       // client that comes back may have a new address; a fresh id carries no such past.
       long id = clientIds.incrementAndGet();
-      fabric.addPeer(id, advertised.address());
-      clientId = id;
+      peer = fabric.addPeer(id, advertised.address());
       buffer = advertised;
       return "OK " + id;
     }
@@ -250,7 +253,7 @@ public final class CacheServer implements AutoCloseable {
         MemorySegment landing = arena.allocate(length, 4096);
         future =
             fabric.transfer(
-                TransferRequest.read(clientId, ad, length, Operands.of(landing))
+                TransferRequest.read(requirePeer(), ad, length, Operands.of(landing))
                     .withChecksum(Checksum.CRC32C));
         Completion<Operands> done = await(future);
         Value old;
@@ -297,7 +300,7 @@ public final class CacheServer implements AutoCloseable {
         Completion<Operands> done =
             await(
                 fabric.transfer(
-                    TransferRequest.write(clientId, ad, Operands.of(value.bytes()))
+                    TransferRequest.write(requirePeer(), ad, Operands.of(value.bytes()))
                         .withChecksum(Checksum.CRC32C)));
         return "OK " + value.bytes().byteSize() + " " + crc(done) + " " + done.chunks();
       } finally {
@@ -313,11 +316,20 @@ public final class CacheServer implements AutoCloseable {
       return ad;
     }
 
+    private Peer requirePeer() {
+      Peer known = peer;
+      if (known == null) {
+        throw new IllegalArgumentException("say HELLO first");
+      }
+      return known;
+    }
+
     /** Forgets the client's peer, on BYE, a new HELLO, or a connection that ended. */
     void leave() {
-      if (clientId >= 0) {
-        fabric.removePeer(clientId);
-        clientId = -1;
+      Peer known = peer;
+      if (known != null) {
+        fabric.removePeer(known.clientId());
+        peer = null;
         buffer = null;
       }
     }
