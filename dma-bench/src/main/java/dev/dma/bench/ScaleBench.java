@@ -2,6 +2,7 @@ package dev.dma.bench;
 
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.Peer;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
 import dev.dma.core.MemoryRegion;
@@ -316,8 +317,9 @@ final class ScaleBench {
       }
       long id = index + 1;
       long start = System.nanoTime();
+      Peer peer;
       try {
-        service.addPeer(id, one.advertisement().address());
+        peer = service.addPeer(id, one.advertisement().address());
       } catch (DmaException e) {
         return new Added(
             reached, "addPeer of client " + (index + 1) + ": " + e.getMessage(), 0, 0, have);
@@ -325,7 +327,7 @@ final class ScaleBench {
       long took = System.nanoTime() - start;
       total += took;
       max = Math.max(max, took);
-      scale.join(index, one.advertisement(), id);
+      scale.join(index, one.advertisement(), peer);
       reached++;
     }
     int added = reached - have;
@@ -514,8 +516,8 @@ final class ScaleBench {
               "client " + index + " could not rejoin: " + joined.error());
         }
         long id = options.reuseIds() ? scale.id(index) : nextId++;
-        service.addPeer(id, joined.advertisement().address());
-        scale.join(index, joined.advertisement(), id);
+        Peer peer = service.addPeer(id, joined.advertisement().address());
+        scale.join(index, joined.advertisement(), peer);
         events++;
       }
       if (!scale.stopAndDrain(DRAIN_NANOS)) {

@@ -6,6 +6,7 @@ import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.Operands;
+import dev.dma.api.Peer;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import java.lang.foreign.MemorySegment;
@@ -109,6 +110,7 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
 
   // Clients, by index. Guarded by this.
   private Advertisement[] ads;
+  private Peer[] peers;
   private long[] ids;
   private int[] incarnations;
   private boolean[] leaving;
@@ -176,6 +178,7 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
             operands.asSlice(2L * window * size, size),
             operands.asSlice((2L * window + 1) * size, size));
     ads = new Advertisement[capacity];
+    peers = new Peer[capacity];
     ids = new long[capacity];
     incarnations = new int[capacity];
     leaving = new boolean[capacity];
@@ -190,10 +193,14 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
     this.service = value;
   }
 
-  /** Adds or re-adds client {@code index} as live, with its (new) advertisement and id. */
-  synchronized void join(int index, Advertisement ad, long id) {
+  /**
+   * Adds or re-adds client {@code index} as live, with its (new) advertisement and the peer {@code
+   * addPeer} returned for it, which its requests carry (its id is the peer's).
+   */
+  synchronized void join(int index, Advertisement ad, Peer peer) {
     ads[index] = ad;
-    ids[index] = id;
+    peers[index] = peer;
+    ids[index] = peer.clientId();
     incarnations[index]++;
     leaving[index] = false;
     if (livePosition[index] < 0) {
@@ -516,6 +523,7 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
         slot,
         ad.remoteAddress(),
         ad.lengthBytes(),
-        false);
+        false,
+        peers[client]);
   }
 }
