@@ -11,11 +11,14 @@ package dev.dma.api;
  * application keeps the peer beside the client's advertisement, one object per client.
  *
  * <p>A peer is only a shortcut: a request carrying one means what the same request without it
- * means. It is fast with the service (or group) that issued it while the client's address in that
- * service is the peer's; after the client moved to another address, was removed or the endpoint was
- * reset, and with any other service, the worker looks the client up as it does for a request
- * without a peer, with the same outcomes (a transfer to an address the client has since left still
- * fails as stale).
+ * means. A service posts it without a lookup once it has matched the peer to the client's current
+ * address: {@code addPeer} does that at once, and any other request carrying the peer on its first
+ * post. After the client moved to another address, was removed, or the service reset its endpoint,
+ * the service looks the client up as it does for a request without a peer, with the same outcomes
+ * (a transfer to an address the client has since left fails as stale), and matches the peer again
+ * when the lookup finds the client on its address. The shortcut is kept for client ids that are
+ * small and dense (below 2^20, and below twice the number of clients plus 1,024, as ids counted up
+ * from 0 or 1 are); other ids work the same, through the lookup.
  *
  * <p>Implemented by the services; applications do not implement it (a request carrying any other
  * implementation is looked up as one without a peer). Immutable for its holders: any thread may
