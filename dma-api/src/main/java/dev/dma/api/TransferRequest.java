@@ -254,16 +254,24 @@ public record TransferRequest<T extends Operands>(
    */
   public static <T extends Operands> TransferRequest<T> of(
       long clientId, Advertisement advertisement, Direction direction, T context) {
+    return over(clientId, null, advertisement, direction, context);
+  }
+
+  /** A request over the whole region an advertisement names, with the defaults of the factories. */
+  private static <T extends Operands> TransferRequest<T> over(
+      long clientId, @Nullable Peer peer, Advertisement region, Direction direction, T context) {
     return new TransferRequest<>(
         clientId,
-        advertisement.address(),
-        advertisement.remoteKey(),
-        advertisement.remoteAddress(),
+        region.address(),
+        region.remoteKey(),
+        region.remoteAddress(),
         direction,
         Checksum.NONE,
         context,
-        advertisement.remoteAddress(),
-        advertisement.lengthBytes());
+        region.remoteAddress(),
+        region.lengthBytes(),
+        false,
+        peer);
   }
 
   /**
@@ -316,18 +324,7 @@ public record TransferRequest<T extends Operands>(
    */
   public static <T extends Operands> TransferRequest<T> of(
       Peer peer, Advertisement region, Direction direction, T context) {
-    return new TransferRequest<>(
-        peer.clientId(),
-        region.address(),
-        region.remoteKey(),
-        region.remoteAddress(),
-        direction,
-        Checksum.NONE,
-        context,
-        region.remoteAddress(),
-        region.lengthBytes(),
-        false,
-        peer);
+    return over(peer.clientId(), peer, region, direction, context);
   }
 
   /**

@@ -22,13 +22,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(30)
 class BoundPeerTest {
   private static byte[] tcp(int port) {
-    byte[] address = new byte[16];
-    address[0] = 2;
-    address[2] = (byte) (port >>> 8);
-    address[3] = (byte) port;
-    address[4] = 127;
-    address[7] = 1;
-    return address;
+    return PeerTableTest.tcp(port);
   }
 
   private final RecordingEndpoint endpoint = new RecordingEndpoint();

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Timeout;
  */
 class PeerTableTest {
   /** A tcp-like 16-byte address (a sockaddr_in for 127.0.0.1:port). */
-  private static byte[] tcp(int port) {
+  static byte[] tcp(int port) {
     byte[] address = new byte[16];
     address[0] = 2;
     address[2] = (byte) (port >>> 8);
