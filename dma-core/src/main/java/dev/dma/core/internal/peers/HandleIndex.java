@@ -83,6 +83,11 @@ final class HandleIndex {
 
   /** The word of a slot that is zero when the slot is free. */
   private int lengthWord() {
+    return lengthWord(shift);
+  }
+
+  /** The word that is zero when a slot is free, in layout {@code shift}. */
+  private static int lengthWord(int shift) {
     return shift == COMPACT_SHIFT ? 1 : 2;
   }
 
@@ -206,7 +211,7 @@ final class HandleIndex {
    */
   private static boolean place(
       long[] s, int shift, int mask, long clientId, long handle, long lengthPlusOne, long[] words) {
-    int lengthWord = shift == COMPACT_SHIFT ? 1 : 2;
+    int lengthWord = lengthWord(shift);
     int index = LongObjectMap.hash(clientId) & mask;
     boolean fresh = true;
     for (; s[PAD + (index << shift) + lengthWord] != 0; index = (index + 1) & mask) {
