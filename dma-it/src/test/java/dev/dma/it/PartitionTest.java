@@ -29,11 +29,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  * <p>The partition scenario: warm-up writes and reads with checksums (and a short benchmark,
  * printed for tuning the bounds); 16 writes racing the partition (each must end once, either way);
  * the partition; 16 writes posted onto the silent link, which must fail within completion_deadline
- * plus a grace, at least one with DEADLINE; the worker's CPU time while they are stuck; 8 more
- * writes after the deadline passed, which must fail at once; {@code outstanding()} back to 0;
- * healing, {@code addPeer}, and writes and reads whose CRC-32C match the target's; close within its
- * bound. The close scenario: the partition, 16 writes onto it, then {@code close()} at once, which
- * must return within close_timeout plus a grace with exactly one completion per transfer.
+ * plus a grace, at least one of the client's transfers with DEADLINE (the first past it; the rest
+ * then fail PEER_UNREACHABLE); the worker's CPU time while they are stuck; 8 more writes after the
+ * deadline passed, which must fail at once; {@code outstanding()} back to 0; healing, {@code
+ * addPeer}, and writes and reads whose CRC-32C match the target's; close within its bound. The
+ * close scenario: the partition, 16 writes onto it, then {@code close()} at once, which must return
+ * within close_timeout plus a grace with exactly one completion per transfer.
  *
  * <p>Checks are collected and reported together (each printed as PASS or FAIL with what was
  * observed), so one run shows everything that does not hold yet; a child that stops answering fails
@@ -142,16 +143,22 @@ class PartitionTest {
           inflight.get("failed").equals("" + IN_FLIGHT)
               && Long.parseLong(inflight.get("maxms")) <= DEADLINE_MS + GRACE_MS,
           summary(inflight));
+      Map<String, String> raced = server.askFields("await race 0", ANSWER);
+      // The client's first transfer past the deadline fails DEADLINE and marks it; every later one
+      // fails PEER_UNREACHABLE. Which is first depends on whether some of the 16 posted just before
+      // the partition were stuck too (rxm on 2.6 once left 13 of them so: DEADLINE:13 there,
+      // PEER_UNREACHABLE:16 here), so the DEADLINE may be in either group.
       checks.check(
-          "in-flight transfers failed with DEADLINE (at least one) or PEER_UNREACHABLE",
+          "in-flight transfers failed with DEADLINE or PEER_UNREACHABLE, and the first of the"
+              + " client's to pass the deadline (in flight or racing) with DEADLINE",
           reasonsWithin(inflight, DEAD_PEER_REASONS)
-              && inflight.get("reasons").contains("DEADLINE"),
-          inflight.get("reasons"));
+              && (inflight.get("reasons").contains("DEADLINE")
+                  || raced.get("reasons").contains("DEADLINE")),
+          inflight.get("reasons") + "; racing: " + raced.get("reasons"));
       checks.check(
           "the failure names the deadline and the client id",
           namesDeadlineAndClient(inflight.get("msg")),
           inflight.get("msg"));
-      Map<String, String> raced = server.askFields("await race 0", ANSWER);
       checks.check(
           "the 16 racing the partition each completed (ok, or failed with a dead-peer reason)"
               + " within the bound",
