@@ -111,7 +111,6 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
   // Clients, by index. Guarded by this.
   private Advertisement[] ads;
   private Peer[] peers;
-  private long[] ids;
   private int[] incarnations;
   private boolean[] leaving;
   private int[] live;
@@ -179,7 +178,6 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
             operands.asSlice((2L * window + 1) * size, size));
     ads = new Advertisement[capacity];
     peers = new Peer[capacity];
-    ids = new long[capacity];
     incarnations = new int[capacity];
     leaving = new boolean[capacity];
     live = new int[capacity];
@@ -200,7 +198,6 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
   synchronized void join(int index, Advertisement ad, Peer peer) {
     ads[index] = ad;
     peers[index] = peer;
-    ids[index] = peer.clientId();
     incarnations[index]++;
     leaving[index] = false;
     if (livePosition[index] < 0) {
@@ -271,7 +268,7 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
 
   /** Client {@code index}'s id now. */
   synchronized long id(int index) {
-    return ids[index];
+    return peers[index].clientId();
   }
 
   /**
@@ -514,7 +511,7 @@ final class ScaleLoop implements BatchCompleter<ScaleLoop.Slot> {
     Advertisement ad = ads[client];
     long offset = verify && slot.index >= 0 ? slot.index * size : 0;
     return new TransferRequest<>(
-        ids[client],
+        peers[client].clientId(),
         ad.address(),
         ad.remoteKey(),
         ad.remoteAddress() + offset,

@@ -29,10 +29,16 @@ public final class ManyClientsRatio {
    */
   public static void main(String[] args) throws InterruptedException {
     int alternations = args.length > 0 ? Integer.parseInt(args[0]) : 30;
-    int[] sizes = sizes(args);
+    int[] perCarry =
+        args.length > 1
+            ? Arrays.stream(args, 1, args.length).mapToInt(Integer::parseInt).toArray()
+            : new int[] {1_000, 100_000};
     String[] carries = System.getProperty("carry", "peer,id").split(",");
-    int kinds = sizes.length;
-    sizes = Arrays.stream(carries).flatMapToInt(carry -> Arrays.stream(sizes(args))).toArray();
+    int kinds = perCarry.length;
+    int[] sizes = new int[kinds * carries.length];
+    for (int i = 0; i < sizes.length; i++) {
+      sizes[i] = perCarry[i % kinds];
+    }
     ManyClientsBenchmark[] states = new ManyClientsBenchmark[sizes.length];
     for (int i = 0; i < sizes.length; i++) {
       states[i] = new ManyClientsBenchmark();
@@ -79,12 +85,6 @@ public final class ManyClientsRatio {
     for (ManyClientsBenchmark state : states) {
       state.tearDown();
     }
-  }
-
-  private static int[] sizes(String[] args) {
-    return args.length > 1
-        ? Arrays.stream(args, 1, args.length).mapToInt(Integer::parseInt).toArray()
-        : new int[] {1_000, 100_000};
   }
 
   private static double median(double[] values) {

@@ -468,15 +468,14 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   private int passes;
 
-  // The clients of the transfers intake accepted since the last post pass, whose peer-table slots
-  // (for requests carrying their peer, the table's vouched-for entries) the pass loads all at once
-  // before posting any (PeerTable#warm): with many clients each is a cache miss, and taken one post
-  // at a time they were a third of a transfer's time at 100,000 clients; loaded together they
-  // overlap. Past the arrays' ends the rest are read cold.
+  // The clients of the transfers intake accepted since the last post pass, and whether each request
+  // carries its peer: the pass has the peer table load where it will find them all at once before
+  // posting any (PeerTable#warm). With many clients each is a cache miss, and taken one post at a
+  // time they were a third of a transfer's time at 100,000 clients; loaded together they overlap.
+  // Past the arrays' ends the rest are read cold.
   private final long[] warmIds = new long[256];
+  private final boolean[] warmCarriesPeer = new boolean[256];
   private int warmCount;
-  private final long[] warmVouched = new long[256];
-  private int warmVouchedCount;
 
   /** Drains the channel without blocking; returns whether it is closed and drained. */
   private boolean intake() {
@@ -582,11 +581,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.client = clientFor(request.clientId());
     op.client.outstanding++;
     pending.addLast(op);
-    if (request.peer() != null) {
-      if (warmVouchedCount < warmVouched.length) {
-        warmVouched[warmVouchedCount++] = request.clientId();
-      }
-    } else if (warmCount < warmIds.length) {
+    if (warmCount < warmIds.length) {
+      warmCarriesPeer[warmCount] = request.peer() != null;
       warmIds[warmCount++] = request.clientId();
     }
   }
@@ -665,12 +661,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /** Posts up to the cap, one pass over the queue; returns how many were posted. */
   private int postPass() {
     if (warmCount > 0) {
-      peers.warm(warmIds, warmCount);
+      peers.warm(warmIds, warmCarriesPeer, warmCount);
       warmCount = 0;
-    }
-    if (warmVouchedCount > 0) {
-      peers.warmVouched(warmVouched, warmVouchedCount);
-      warmVouchedCount = 0;
     }
     int posted = 0;
     int attempts = pending.size();

@@ -142,29 +142,21 @@ final class HandleIndex {
   }
 
   /**
-   * Reads the first slot each client's lookup reads, in a loop short enough that the loads' cache
-   * misses overlap: the word that marks it taken, and in a wide slot its last word too, in case the
-   * slot straddles two lines (an array not placed at a line's start).
+   * Reads the first slot a client's lookup reads: the word that marks it taken, and in a wide slot
+   * its last word too, in case the slot straddles two lines (an array not placed at a line's
+   * start). Called in a loop over a batch ({@link PeerTable#warm}), short enough that the loads'
+   * cache misses overlap.
    *
-   * @param clientIds clients
-   * @param count how many of them
-   * @return a sum of what was read, for the caller to keep
+   * @param clientId the client
+   * @return what was read, for the caller to keep
    */
-  long touch(long[] clientIds, int count) {
-    long[] s = slots;
-    int m = mask;
-    long sum = 0;
+  long touch(long clientId) {
+    int index = LongObjectMap.hash(clientId) & mask;
     if (shift == COMPACT_SHIFT) {
-      for (int i = 0; i < count; i++) {
-        sum += s[PAD + ((LongObjectMap.hash(clientIds[i]) & m) << COMPACT_SHIFT) + 1];
-      }
-      return sum;
+      return slots[PAD + (index << COMPACT_SHIFT) + 1];
     }
-    for (int i = 0; i < count; i++) {
-      int base = PAD + ((LongObjectMap.hash(clientIds[i]) & m) << WIDE_SHIFT);
-      sum += s[base + 2] + s[base + 7];
-    }
-    return sum;
+    int base = PAD + (index << WIDE_SHIFT);
+    return slots[base + 2] + slots[base + 7];
   }
 
   /**

@@ -70,7 +70,7 @@ import org.jspecify.annotations.Nullable;
  * changes in any way (another address, a release, an eviction, a reset, the table's clear); the
  * peer then takes the lookup, with the lookup's outcomes, and is vouched for again once a lookup
  * matches it. Client ids that are negative, past {@link #DENSE_LIMIT}, or too sparse to index
- * directly (see {@link #vouch}) always take the lookup.
+ * directly (see {@link #vouchable}) always take the lookup.
  */
 public final class PeerTable {
   private static final System.Logger LOG = System.getLogger(PeerTable.class.getName());
@@ -224,7 +224,9 @@ public final class PeerTable {
       return handleById[(int) clientId];
     }
     long handle = lookUp(clientId, address);
-    if (peer instanceof BoundPeer bound) {
+    // The id first: for an id the arrays never reach, reading the peer's class would be a cache
+    // miss on every post for nothing.
+    if (vouchable(clientId) && peer instanceof BoundPeer bound) {
       vouch(clientId, bound, handle);
     }
     return handle;
@@ -296,25 +298,31 @@ public final class PeerTable {
    */
   public long advertise(BoundPeer peer) {
     long handle = advertise(peer.clientId(), peer.addressBytes());
-    vouch(peer.clientId(), peer, handle);
+    if (vouchable(peer.clientId())) {
+      vouch(peer.clientId(), peer, handle);
+    }
     return handle;
   }
 
   /**
+   * Whether the vouched-for arrays reach {@code clientId} or may grow to: below {@link
+   * #DENSE_LIMIT}, and past their length only below twice the clients vouched for plus 1,024, so a
+   * server whose ids are sparse (hashes, or a few large ones) spends no memory on them; those
+   * clients take the lookup.
+   */
+  private boolean vouchable(long clientId) {
+    return clientId >= 0
+        && clientId < DENSE_LIMIT
+        && (clientId < vouchedById.length || clientId < 2L * vouchedCount + 1024);
+  }
+
+  /**
    * Remembers {@code peer} as the client's, with the handle of the client's current entry, so its
-   * posts skip the lookup. Only for ids the arrays may reach: below {@link #DENSE_LIMIT}, and while
-   * growing them, below twice the clients vouched for plus 1,024, so a server whose ids are sparse
-   * (hashes, or a few large ones) spends no memory on them; those clients take the lookup.
+   * posts skip the lookup; {@code clientId} is {@link #vouchable}.
    */
   private void vouch(long clientId, BoundPeer peer, long handle) {
-    if (clientId < 0 || clientId >= DENSE_LIMIT) {
-      return;
-    }
     int at = (int) clientId;
     if (at >= vouchedById.length) {
-      if (at >= 2 * vouchedCount + 1024) {
-        return;
-      }
       int length = Math.min(DENSE_LIMIT, Math.max(1024, Integer.highestOneBit(at) << 1));
       vouchedById = Arrays.copyOf(vouchedById, length);
       handleById = Arrays.copyOf(handleById, length);
@@ -405,32 +413,25 @@ public final class PeerTable {
   }
 
   /**
-   * Loads, all at once, where {@link #handle} will look these clients up, so the cache misses of a
-   * batch of posts overlap instead of each stalling its own post; changes nothing. Worker thread
-   * only.
+   * Loads, all at once, where {@link #handle(long, byte[], Peer)} will find these clients, so the
+   * cache misses of a batch of posts overlap instead of each stalling its own post; changes
+   * nothing. For a request that carries its peer and whose id the vouched-for arrays reach, their
+   * entries; for any other, the index slot. Worker thread only.
    *
    * @param clientIds the clients about to be posted to
+   * @param carriesPeer for each, whether its request carries a peer
    * @param count how many of {@code clientIds} to load
    */
-  public void warm(long[] clientIds, int count) {
-    warmth = handles.touch(clientIds, count);
-  }
-
-  /**
-   * As {@link #warm(long[], int)} for requests that carry their peers: loads where {@link
-   * #handle(long, byte[], Peer)} finds the peers this table vouches for. Worker thread only.
-   *
-   * @param clientIds the clients of the requests about to be posted
-   * @param count how many of them
-   */
-  public void warmVouched(long[] clientIds, int count) {
+  public void warm(long[] clientIds, boolean[] carriesPeer, int count) {
     @Nullable Object[] byId = vouchedById;
-    long[] handles = handleById;
+    long[] byIdHandles = handleById;
     long sum = 0;
     for (int i = 0; i < count; i++) {
       long clientId = clientIds[i];
-      if (clientId >= 0 && clientId < byId.length) {
-        sum += handles[(int) clientId] + (byId[(int) clientId] == null ? 0 : 1);
+      if (carriesPeer[i] && clientId >= 0 && clientId < byId.length) {
+        sum += byIdHandles[(int) clientId] + (byId[(int) clientId] == null ? 0 : 1);
+      } else {
+        sum += handles.touch(clientId);
       }
     }
     warmth = sum;

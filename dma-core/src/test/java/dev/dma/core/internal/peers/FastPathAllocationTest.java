@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.core.internal.regions.Allocations;
 import dev.dma.core.internal.regions.RecordingEndpoint;
+import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,6 +32,7 @@ class FastPathAllocationTest {
     int[] next = {0};
     long[] sink = {0};
     long[] batch = {1, 2, 3, 4};
+    boolean[] noPeers = new boolean[batch.length];
     long allocated =
         Allocations.measure(
             200_000,
@@ -38,7 +40,7 @@ class FastPathAllocationTest {
               int client = next[0]++ & (clients - 1);
               sink[0] += table.handle(client, sameArrays[client]);
               sink[0] += table.handle(client, equalCopies[client]);
-              table.warm(batch, batch.length);
+              table.warm(batch, noPeers, batch.length);
             });
     assertEquals(clients, endpoint.inserted().size());
     assertEquals(clients, table.entries());
@@ -55,6 +57,8 @@ class FastPathAllocationTest {
     BoundPeer[] peers = new BoundPeer[clients];
     byte[][] addresses = new byte[clients][];
     long[] ids = new long[clients];
+    boolean[] carriesPeer = new boolean[clients];
+    Arrays.fill(carriesPeer, true);
     for (int i = 0; i < clients; i++) {
       addresses[i] = new byte[] {1, (byte) i, (byte) (i >>> 8)};
       peers[i] = new BoundPeer(i, addresses[i]);
@@ -69,7 +73,7 @@ class FastPathAllocationTest {
             () -> {
               int client = next[0]++ & (clients - 1);
               sink[0] += table.handle(client, addresses[client], peers[client]);
-              table.warmVouched(ids, 8);
+              table.warm(ids, carriesPeer, 8);
             });
     assertEquals(clients, endpoint.inserted().size());
     assertTrue(allocated < 1024, "the fast path allocated " + allocated + " bytes");

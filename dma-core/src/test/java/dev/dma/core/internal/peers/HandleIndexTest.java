@@ -74,7 +74,10 @@ class HandleIndexTest {
           index.remove(clientId);
           model.remove(clientId);
         }
-        case 2 -> index.touch(new long[] {clientId, clientId + 1}, 2);
+        case 2 -> {
+          index.touch(clientId);
+          index.touch(clientId + 1);
+        }
         default -> {
           Held held = model.get(clientId);
           byte[] asked = held != null && random.nextBoolean() ? held.address().clone() : address;
