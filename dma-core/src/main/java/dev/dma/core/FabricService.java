@@ -30,6 +30,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -115,6 +116,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   private final EndpointInfo endpointInfo;
   private final int inFlightCap;
   private final String providerName;
+  private final Function<byte[], String> peerText;
   private final boolean tracing;
   private final Duration closeTimeout;
 
@@ -143,6 +145,16 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
     this.endpointInfo = ready.info();
     this.inFlightCap = ready.cap();
     this.providerName = providerName;
+    this.peerText = ready.peerText();
+  }
+
+  /**
+   * The endpoint's rendering of a peer address for failure texts ({@link
+   * dev.dma.spi.FabricEndpoint#peerText}, a pure function of the bytes, safe on any thread): a
+   * group names a client in the refusal of a striped request as the worker does.
+   */
+  Function<byte[], String> peerText() {
+    return peerText;
   }
 
   /**
@@ -474,7 +486,12 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /** What the worker reports once its endpoint is open. */
-  private record Ready(byte[] address, EndpointInfo info, int cap, boolean tracing) {}
+  private record Ready(
+      byte[] address,
+      EndpointInfo info,
+      int cap,
+      boolean tracing,
+      Function<byte[], String> peerText) {}
 
   /**
    * Builds and starts a {@link FabricService}. Not thread-safe.
@@ -687,7 +704,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
                     listener.accept(changed.clone());
                   },
                   telemetry);
-          ready.send(new Ready(address, info, fabricWorker.cap(), telemetry.tracing()));
+          ready.send(
+              new Ready(
+                  address, info, fabricWorker.cap(), telemetry.tracing(), endpoint::peerText));
         } catch (Throwable setupFailure) {
           endpoint.close();
           throw setupFailure;

@@ -14,6 +14,7 @@ import dev.dma.api.Peer;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.internal.FabricWorker;
+import dev.dma.core.internal.Intake;
 import dev.dma.core.internal.peers.BoundPeer;
 import dev.dma.spi.FabricProvider;
 import io.opentelemetry.api.OpenTelemetry;
@@ -354,7 +355,8 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
   private static @Nullable MemorySegment sourceOrNull(Operands context) {
     try {
       return context.source();
-    } catch (RuntimeException callerBug) {
+    } catch (Throwable callerBug) {
+      // An Error included: the worker asks again and fails only this transfer (Intake).
       return null;
     }
   }
@@ -385,7 +387,7 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     // Accepted from here on: every outcome is the request's one completion.
     MemorySegment operand;
     try {
-      operand = checkWhole(request, length, source);
+      operand = Intake.checkedOperand(request, source, services.getFirst().peerText());
     } catch (DmaException refused) {
       for (int device : placed) {
         array[device].release();
@@ -463,49 +465,6 @@ public final class FabricServiceGroup<T extends Operands> implements AutoCloseab
     }
     return FabricService.Offer.ACCEPTED;
   }
-
-  /**
-   * The request's local operand, checked as the worker checks an unstriped one at intake and in the
-   * same order, so that a striped request fails with the same text it would unstriped: the operand
-   * resolves (a read's {@code allocate}, asked here and only here), the whole transfer lies inside
-   * the advertised region, and a checksummed operand is readable from a pool thread. Each chunk is
-   * checked again by its worker, which then always passes.
-   */
-  private static MemorySegment checkWhole(
-      TransferRequest<?> request, long length, @Nullable MemorySegment source) {
-    MemorySegment operand;
-    try {
-      // A write's source was asked once to size it; checking that segment asks no second time.
-      operand =
-          source != null
-              ? Operands.resolve(Operands.of(source), Direction.TO_PEER)
-              : Operands.resolve(request.context(), request.direction());
-    } catch (DmaException refused) {
-      throw refused;
-    } catch (RuntimeException callerBug) {
-      throw new DmaException(
-          DmaException.Kind.FABRIC,
-          DmaException.Reason.BAD_REQUEST,
-          "the caller context failed to supply its operand: " + callerBug,
-          DmaException.UNKNOWN_ERRNO,
-          DmaException.UNKNOWN_ERRNO,
-          callerBug);
-    }
-    String outside = request.outOfBoundsReason(length);
-    if (outside != null) {
-      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, outside);
-    }
-    if (request.checksum() == Checksum.CRC32C && !operand.isAccessibleBy(NO_ARENA_OWNER)) {
-      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, FabricWorker.CONFINED_CHECKSUM);
-    }
-    return operand;
-  }
-
-  /**
-   * A thread that owns no arena, since it never runs: an operand it may access is accessible from
-   * every thread (shared, global or automatic), a confined one is not. The worker's own test.
-   */
-  private static final Thread NO_ARENA_OWNER = Thread.ofPlatform().unstarted(() -> {});
 
   /**
    * Delivers a striped transfer's completion that the submitting thread would otherwise deliver (a

@@ -18,7 +18,7 @@ import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
 import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.PassiveTarget;
-import dev.dma.core.internal.FabricWorker;
+import dev.dma.core.internal.Intake;
 import dev.dma.fake.FakeFabric;
 import dev.dma.fake.FiErrno;
 import dev.dma.fake.OpMatcher;
@@ -26,6 +26,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -466,12 +467,15 @@ class StripedGroupFakeTest {
     DmaException error = refused.outcome().error();
     assertEquals(DmaException.Reason.BAD_REQUEST, error.reason());
     assertEquals(DmaException.TargetMemory.UNCHANGED, error.targetMemory());
-    assertEquals(request.outOfBoundsReason(length), error.getMessage());
+    // The plain path's text: the client and its address first, then what lies outside.
+    String prefix = "client 1 at " + HexFormat.of().formatHex(ad.address()) + ": ";
+    assertEquals(prefix + request.outOfBoundsReason(length), error.getMessage());
     assertTrue(
         error
             .getMessage()
             .startsWith(
-                "transfer of "
+                prefix
+                    + "transfer of "
                     + length
                     + " bytes at remote address "
                     + Long.toUnsignedString(ad.remoteAddress())
@@ -508,7 +512,7 @@ class StripedGroupFakeTest {
       Completion<Buffer> refused = completions.take();
       assertEquals(51, refused.context().id());
       assertEquals(DmaException.Reason.BAD_REQUEST, refused.outcome().error().reason());
-      assertEquals(FabricWorker.CONFINED_CHECKSUM, refused.outcome().error().getMessage());
+      assertEquals(Intake.CONFINED_CHECKSUM, refused.outcome().error().getMessage());
     }
     assertNothingMore();
     assertEquals(0, opsOn(0) + opsOn(1) + opsOn(2), "no chunk reached the fabric");

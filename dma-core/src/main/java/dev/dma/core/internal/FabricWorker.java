@@ -24,10 +24,10 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -76,17 +76,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   /** The text of every transfer that never reached the wire because the worker went away. */
   public static final String WORKER_GONE = "fabric worker is gone";
 
-  /** The text of a checksummed transfer refused because its operand is confined to one thread. */
-  public static final String CONFINED_CHECKSUM =
-      "a checksummed transfer's operand is in a confined arena, which its checksum-pool thread"
-          + " cannot read; use a shared, global or automatic arena segment, or no checksum";
-
-  /**
-   * A thread that owns no arena, since it never runs: a segment it may access is accessible from
-   * every thread (shared, global or automatic), a confined one is not.
-   */
-  private static final Thread NO_ARENA_OWNER = Thread.ofPlatform().unstarted(() -> {});
-
   /**
    * How many times a transfer is posted again after its connection was lost under it before it
    * fails: two are enough for the one teardown another transfer's bad key causes on tcp;ofi_rxm.
@@ -97,6 +86,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private static final System.Logger LOG = System.getLogger(FabricWorker.class.getName());
 
   private final FabricEndpoint endpoint;
+  // The endpoint's rendering of a peer address, for failure texts: one function for the worker's
+  // life, so that naming a client allocates no lambda per failure.
+  private final Function<byte[], String> peerText;
   private final LocalRegions regions;
   private final PeerTable peers;
   private final WorkerChannel channel;
@@ -202,6 +194,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       Consumer<byte[]> addressChanged,
       Telemetry telemetry) {
     this.endpoint = endpoint;
+    this.peerText = endpoint::peerText;
     this.telemetry = new WorkerTelemetry(telemetry);
     this.regions = regions;
     this.peers = peers;
@@ -526,44 +519,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
     MemorySegment operand;
     try {
-      operand = Operands.resolve(context, request.direction());
-    } catch (DmaException error) {
-      refuseAtIntake(context, error);
-      return;
-    } catch (Throwable callerBug) {
-      // The caller's source() or allocate() threw, an Error included (allocate() running out of
-      // direct memory throws OutOfMemoryError): that fails this transfer only, and the worker
-      // keeps serving every other.
-      refuseAtIntake(
-          context,
-          new DmaException(
-              DmaException.Kind.FABRIC,
-              DmaException.Reason.BAD_REQUEST,
-              "the caller context failed to supply its operand: " + callerBug,
-              0,
-              0,
-              callerBug));
+      operand = Intake.checkedOperand(request, null, peerText);
+    } catch (DmaException refused) {
+      refuseAtIntake(context, refused);
       return;
     }
     long lengthBytes = Operands.lengthOf(request.direction(), operand);
-    String outside = request.outOfBoundsReason(lengthBytes);
-    if (outside != null) {
-      // Known bad before posting: the only protection where the provider checks neither keys nor
-      // bounds (shm), and a torn-down connection spared elsewhere (tcp;ofi_rxm).
-      refuseAtIntake(
-          context,
-          DmaException.fabric(
-              DmaException.Reason.BAD_REQUEST,
-              clientText(request.clientId(), request.peerAddress()) + ": " + outside));
-      return;
-    }
-    if (request.checksum() == Checksum.CRC32C && !operand.isAccessibleBy(NO_ARENA_OWNER)) {
-      // Refused before the RMA: the CRC is taken on a pool thread, which would get a
-      // WrongThreadException only after the bytes had moved.
-      refuseAtIntake(
-          context, DmaException.fabric(DmaException.Reason.BAD_REQUEST, CONFINED_CHECKSUM));
-      return;
-    }
     Op<T> op = spareOps.pollFirst();
     if (op == null) {
       op = new Op<>();
@@ -784,13 +745,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /** "client 7 at 10.0.0.2:4711": the client and the peer address a failure concerns. */
   private String clientText(long clientId, byte[] address) {
-    String at;
-    try {
-      at = endpoint.peerText(address);
-    } catch (RuntimeException malformed) {
-      at = HexFormat.of().formatHex(address);
-    }
-    return "client " + clientId + " at " + at;
+    return Intake.clientText(clientId, address, peerText);
   }
 
   /**

@@ -17,7 +17,7 @@ import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.AsyncFabricService;
-import dev.dma.core.internal.FabricWorker;
+import dev.dma.core.internal.Intake;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import java.lang.foreign.Arena;
@@ -202,7 +202,7 @@ class AsyncFabricServiceTest {
                     TransferRequest.of(1, ad, direction, new Buffer(1, local))
                         .withChecksum(Checksum.CRC32C)));
         assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason(), direction.toString());
-        assertEquals(FabricWorker.CONFINED_CHECKSUM, refused.getMessage());
+        assertEquals(Intake.CONFINED_CHECKSUM, refused.getMessage());
         assertEquals(untouched, Checksums.crc32c(remote), "no RMA happened: " + direction);
         assertEquals((byte) 0x5A, local.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
       }
