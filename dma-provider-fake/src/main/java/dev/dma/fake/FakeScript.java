@@ -757,63 +757,7 @@ public final class FakeScript {
     }
   }
 
-  // ------------------------------------------------------------------------- used by endpoints
-
-  /** The errno a post to {@code peer} that passed validation fails with now, or 0. */
-  int postFailure(byte[] peer) {
-    if (!postFailuresByPeer.isEmpty()) {
-      Integer errno = postFailuresByPeer.get(ByteBuffer.wrap(peer));
-      if (errno != null) {
-        return errno;
-      }
-    }
-    if (postFailures > 0) {
-      postFailures--;
-      return postFailureErrno;
-    }
-    return 0;
-  }
-
-  /** Whether a post that passed validation answers -FI_EAGAIN now; consumes againTimes. */
-  boolean againNow() {
-    if (againWhile != null && againWhile.getAsBoolean()) {
-      return true;
-    }
-    if (againTimes > 0) {
-      againTimes--;
-      return true;
-    }
-    return false;
-  }
-
-  boolean hasOpRules() {
-    return !holdRules.isEmpty() || !failRules.isEmpty() || !loseRules.isEmpty();
-  }
-
-  boolean matchLose(FakeOp op) {
-    return match(loseRules, op) != null;
-  }
-
-  boolean matchHold(FakeOp op) {
-    return match(holdRules, op) != null;
-  }
-
-  @Nullable Rule matchFault(FakeOp op) {
-    return match(failRules, op);
-  }
-
-  private static @Nullable Rule match(List<Rule> rules, FakeOp op) {
-    for (int i = 0; i < rules.size(); i++) {
-      Rule rule = rules.get(i);
-      if (rule.matcher.matches(op)) {
-        if (rule.remaining != Long.MAX_VALUE && --rule.remaining == 0) {
-          rules.remove(i);
-        }
-        return rule;
-      }
-    }
-    return null;
-  }
+  // ------------------------------------ used by ScriptedDecisions, which consumes the settings
 
   /** A fault or hold rule; {@code remaining} is Long.MAX_VALUE for "every match". */
   static final class Rule {
