@@ -80,16 +80,17 @@ import org.jspecify.annotations.Nullable;
  * fabric's lock held (each says which threads reach it):
  *
  * <ul>
- *   <li>{@code PostValidation}: which post arguments violate the SPI, and the text saying why;
+ *   <li>{@code SpiContract}: which calls violate the SPI, the text saying why, and what it does;
  *   <li>{@code ScriptedDecisions}: what the script answers a valid call (a failed insert, a refused
  *       post, {@code -FI_EAGAIN}, the hold, lose and fault rules, a failed CQ read);
  *   <li>{@code Rma}: the target-side checks of an accepted op and the copy of its bytes;
  *   <li>{@code ParkedOps}: how held ops, ops awaiting their target and flushed ops reach the queue;
  *   <li>{@code TargetProgress}: this endpoint as a passive target (waiting ops, the sleep and
  *       wake);
- *   <li>{@code ReapBatch}: reap's completions delivered to the sink outside the lock;
+ *   <li>{@code ReapBatch}: what a reap takes off the queue, delivered to the sink outside the lock;
  *   <li>{@code OpAudit}: operands released and contexts written while the provider owned them;
  *   <li>{@code ExposedRegions} and {@code Region}: the exposed memory and the remote-access checks;
+ *   <li>{@code PeerTable}: inserting, removing and probing peers under the script;
  *   <li>{@code AddressVector} (peer handles), {@code Registrations} and {@code Registration} (local
  *       registration), {@code OpSlots} (what each posted op is and how it ends), {@code
  *       CompletionQueue} (ready and held completions) and {@code OpContexts} (the slots' {@code
@@ -110,7 +111,6 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public static final int ADDR_FORMAT_EFA = 12;
 
-  private static final int VIOLATION = -FiErrno.EINVAL;
   private static final int MR_LOCAL = 1 << 2;
   private static final int MR_VIRT_ADDR = 1 << 4;
   private static final long CAPS =
@@ -135,12 +135,13 @@ public final class FakeEndpoint implements FabricEndpoint {
   private final CompletionQueue completions = new CompletionQueue();
   private @Nullable OpContexts contexts;
 
-  private final PostValidation validation;
+  private final SpiContract contract;
+  private final PeerTable peerTable;
   private final ScriptedDecisions decisions;
   private final Rma rma;
   private final ParkedOps parked;
   private final OpAudit audit;
-  private final ReapBatch batch = new ReapBatch();
+  private final ReapBatch batch;
 
   FakeEndpoint(FakeFabric fabric, byte[] address, int qpn) {
     this.fabric = fabric;
@@ -153,11 +154,13 @@ public final class FakeEndpoint implements FabricEndpoint {
     this.registrations = new Registrations(this, fabric, script, counts);
     this.exposed = new ExposedRegions(this, fabric, script, counts);
     this.incoming = new TargetProgress(lock);
-    this.validation = new PostValidation(slots, peers, registrations, script);
+    this.contract = new SpiContract(counts, slots, peers, registrations, script);
     this.decisions = new ScriptedDecisions(script, address);
     this.rma = new Rma(address, fabric, script, counts, slots, completions);
-    this.parked = new ParkedOps(counts, slots, completions, rma);
+    this.parked = new ParkedOps(this, counts, slots, completions, rma);
+    this.peerTable = new PeerTable(fabric, script, counts, efa, peers, slots, decisions, parked);
     this.audit = new OpAudit(fabric, counts, slots);
+    this.batch = new ReapBatch(script, counts, slots, completions, audit);
   }
 
   /**
@@ -290,20 +293,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed) {
         throw DmaException.fabric("fi_av_insert: the endpoint is closed");
       }
-      String problem = FakeAddresses.problem(peerAddress, efa);
-      if (problem != null) {
-        counts.increment(Counts.INSERT_FAILURES);
-        throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, problem);
-      }
-      DmaException failure = decisions.insertFailure();
-      if (failure != null) {
-        counts.increment(Counts.INSERT_FAILURES);
-        throw failure;
-      }
-      byte[] copy = peerAddress.clone();
-      FakeEndpoint target = fabric.endpointAt(copy);
-      counts.increment(Counts.INSERTS);
-      return peers.insert(copy, target, script.reuseAddressHandles);
+      return peerTable.insert(peerAddress);
     }
   }
 
@@ -317,21 +307,11 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public int removePeer(long handle) {
     synchronized (lock) {
-      if (closed) {
-        return violation("removePeer(" + handle + ") on a closed endpoint");
-      }
-      String problem = peers.problem(handle);
+      String problem = contract.removePeerProblem(closed, handle);
       if (problem != null) {
-        return violation("removePeer(" + handle + "): " + problem);
+        return contract.violation(problem);
       }
-      peers.remove(handle);
-      counts.increment(Counts.REMOVES);
-      if (slots.postedTo(handle) > 0) {
-        counts.increment(Counts.REMOVES_WITH_OPS_OUTSTANDING);
-        if (script.flushOnRemove) {
-          parked.flush(handle);
-        }
-      }
+      peerTable.remove(handle);
       return 0;
     }
   }
@@ -350,13 +330,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       return null;
     }
     synchronized (lock) {
-      counts.increment(Counts.PEER_PROBES);
-      FakeEndpoint target = fabric.endpointAt(peerAddress);
-      return target == null || target.closed
-          ? "no open fake endpoint has the address "
-              + java.util.HexFormat.of().formatHex(peerAddress)
-              + " any more"
-          : null;
+      return peerTable.gone(peerAddress);
     }
   }
 
@@ -396,7 +370,7 @@ public final class FakeEndpoint implements FabricEndpoint {
   public void reset() {
     synchronized (lock) {
       if (closed) {
-        violation("reset on a closed endpoint");
+        contract.violation("reset on a closed endpoint");
         throw new IllegalStateException("reset on a closed endpoint");
       }
       counts.increment(Counts.RESETS);
@@ -447,13 +421,9 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public long descriptor(long registration) {
     synchronized (lock) {
-      if (closed) {
-        violation("descriptor(0x" + Long.toHexString(registration) + ") after the endpoint closed");
-        return 0;
-      }
-      String problem = registrations.handleProblem(registration, "descriptor");
+      String problem = contract.descriptorProblem(closed, registration);
       if (problem != null) {
-        violation(problem);
+        contract.violation(problem);
         return 0;
       }
       return Registrations.descriptor(registrations.live(registration));
@@ -469,17 +439,9 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public void deregister(long registration) {
     synchronized (lock) {
-      if (closed) {
-        // Closing the endpoint closed its registrations; libfabric would now free an MR twice.
-        violation(
-            "deregister(0x"
-                + Long.toHexString(registration)
-                + ") after the endpoint closed, which had closed the registration already");
-        return;
-      }
-      String problem = registrations.handleProblem(registration, "deregister");
+      String problem = contract.deregisterProblem(closed, registration);
       if (problem != null) {
-        violation(problem);
+        contract.violation(problem);
         return;
       }
       Registration live = registrations.live(registration);
@@ -487,14 +449,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       // Closed even when in use: the caller asked, and a real provider would have closed it too.
       registrations.deregister(live);
       if (user >= 0) {
-        violation(
-            "registration "
-                + live.id
-                + " was deregistered while op #"
-                + slots.index[user]
-                + " in slot "
-                + user
-                + " that uses it was not yet reaped");
+        contract.violation(contract.inUse(live, user));
       }
     }
   }
@@ -506,16 +461,9 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public void openSlots(int count) {
     synchronized (lock) {
-      if (closed) {
-        violation("openSlots(" + count + ") on a closed endpoint");
-        return;
-      }
-      if (count < 1) {
-        violation("openSlots(" + count + "): at least 1 slot is needed");
-        return;
-      }
-      if (slots.count != 0) {
-        violation("openSlots(" + count + ") called again; slots were opened with " + slots.count);
+      String problem = contract.openSlotsProblem(closed, count);
+      if (problem != null) {
+        contract.violation(problem);
         return;
       }
       completions.open(count);
@@ -561,9 +509,9 @@ public final class FakeEndpoint implements FabricEndpoint {
       counts.increment(Counts.POST_ATTEMPTS);
       String call = write ? "postWrite" : "postRead";
       String problem =
-          validation.problem(closed, call, slot, peer, localAddress, lengthBytes, descriptor);
+          contract.postProblem(closed, call, slot, peer, localAddress, lengthBytes, descriptor);
       if (problem != null) {
-        return postViolation(problem);
+        return contract.postViolation(problem);
       }
       long registrationId = script.requireLocalRegistration ? Registrations.id(descriptor) : 0;
       byte[] peerAddress = peers.address(peer);
@@ -644,32 +592,16 @@ public final class FakeEndpoint implements FabricEndpoint {
     FakeScript.CqFailure failure;
     synchronized (lock) {
       if (closed) {
-        violation("reap on a closed endpoint");
+        contract.violation("reap on a closed endpoint");
         return 0;
       }
       if (max < 1) {
-        violation("reap(sink, " + max + "): max must be positive");
+        contract.violation("reap(sink, " + max + "): max must be positive");
         return 0;
       }
       incoming.progress();
       failure = decisions.reapFailure();
-      count = Math.min(max, completions.readyCount());
-      if (failure != null) {
-        count = Math.min(count, failure.afterEntries());
-        counts.increment(Counts.CQ_READ_FAILURES);
-      }
-      batch.ensure(count);
-      boolean newestFirst = script.order == FakeScript.CompletionOrder.NEWEST_FIRST;
-      for (int i = 0; i < count; i++) {
-        int slot = completions.takeReady(newestFirst);
-        audit.checkStillOwned(slot, "reap");
-        if (slots.scribbled[slot]) {
-          audit.checkContext(slot, Objects.requireNonNull(contexts));
-        }
-        batch.record(i, slot, slots.errno[slot], slots.providerErrno[slot], slots.text[slot]);
-        counts.increment(slots.errno[slot] == 0 ? Counts.COMPLETIONS : Counts.ERROR_COMPLETIONS);
-        slots.free(slot);
-      }
+      count = batch.take(max, failure, contexts);
     }
     // The sink is the caller's code: call it without the lock, so it may use other endpoints of
     // the fabric, or wait for threads that do, without deadlocking.
@@ -705,7 +637,7 @@ public final class FakeEndpoint implements FabricEndpoint {
   public void progress() {
     synchronized (lock) {
       if (closed) {
-        violation("progress on a closed endpoint");
+        contract.violation("progress on a closed endpoint");
         return;
       }
       counts.increment(Counts.PROGRESS_CALLS);
@@ -746,24 +678,12 @@ public final class FakeEndpoint implements FabricEndpoint {
     }
   }
 
-  /** Called on an initiator when the target of its op in {@code slot} progressed or closed. */
-  void targetProgressed(int slot, long index) {
-    parked.targetProgressed(slot, index, closed);
-  }
-
-  /** Releases the held completions, in acceptance order or reversed; for {@link FakeScript}. */
-  int releaseHeld(boolean reversed) {
-    return parked.releaseHeld(reversed);
-  }
-
-  /** Whether the script holds the completion of the op in {@code slot}; for {@link FakeScript}. */
-  boolean holds(int slot) {
-    return parked.holds(slot, closed);
-  }
-
-  /** Releases the held completion of {@code slot}, returning 1, or 0; for {@link FakeScript}. */
-  int releaseHeldSlot(int slot) {
-    return parked.releaseHeldSlot(slot, closed);
+  /**
+   * The ops of this endpoint whose completion is parked, with the lock held: for {@link FakeScript}
+   * releasing held completions and for a target progressing ops that wait for it.
+   */
+  ParkedOps parked() {
+    return parked;
   }
 
   @Override
@@ -842,23 +762,5 @@ public final class FakeEndpoint implements FabricEndpoint {
   /** Whether a live peer handle names {@code peerAddress}, with the lock held. */
   boolean hasPeerUnlocked(byte[] peerAddress) {
     return peers.contains(peerAddress);
-  }
-
-  /**
-   * Records a violation found before any state changed, and throws if the script says so. Found
-   * later (while bytes move or a completion is reaped), a violation is only counted: throwing there
-   * would strand the op.
-   */
-  private int violation(String description) {
-    counts.violation(description);
-    if (script.throwOnViolation) {
-      throw new IllegalStateException("fake fabric violation: " + description);
-    }
-    return VIOLATION;
-  }
-
-  private int postViolation(String description) {
-    counts.increment(Counts.POST_ERRORS);
-    return violation(description);
   }
 }

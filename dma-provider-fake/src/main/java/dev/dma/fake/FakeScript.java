@@ -342,7 +342,7 @@ public final class FakeScript {
     synchronized (lock) {
       int released = 0;
       for (FakeEndpoint endpoint : fabric.openEndpoints()) {
-        released += endpoint.releaseHeld(false);
+        released += endpoint.parked().releaseHeld(false);
       }
       return released;
     }
@@ -358,7 +358,7 @@ public final class FakeScript {
     synchronized (lock) {
       int released = 0;
       for (FakeEndpoint endpoint : fabric.openEndpoints()) {
-        released += endpoint.releaseHeld(true);
+        released += endpoint.parked().releaseHeld(true);
       }
       return released;
     }
@@ -378,7 +378,7 @@ public final class FakeScript {
       for (int slot : slots) {
         boolean found = false;
         for (FakeEndpoint endpoint : endpoints) {
-          found |= endpoint.holds(slot);
+          found |= endpoint.parked().holds(slot);
         }
         if (!found) {
           throw new IllegalArgumentException("no completion is held for slot " + slot);
@@ -387,7 +387,7 @@ public final class FakeScript {
       int released = 0;
       for (int slot : slots) {
         for (FakeEndpoint endpoint : endpoints) {
-          released += endpoint.releaseHeldSlot(slot);
+          released += endpoint.parked().releaseHeldSlot(slot);
         }
       }
       return released;

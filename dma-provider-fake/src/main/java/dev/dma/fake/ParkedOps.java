@@ -9,17 +9,20 @@ package dev.dma.fake;
  * is ({@link OpSlots#hold}) and what it says live in {@link OpSlots}; the held list in {@link
  * CompletionQueue}.
  *
- * <p>Threads: one per endpoint, called only by it with the fabric's lock held: by its owner
- * removing a peer, by a test thread releasing held completions, or by a target's owner progressing
- * (or closing) that target.
+ * <p>Threads: one per endpoint, called with the fabric's lock held: by the endpoint's owner
+ * removing a peer, by {@link FakeScript} on a test thread releasing held completions, or by a
+ * target's {@link TargetProgress} when that target's owner progresses (or closes) it.
  */
 final class ParkedOps {
+  private final FakeEndpoint owner;
   private final Counts counts;
   private final OpSlots slots;
   private final CompletionQueue completions;
   private final Rma rma;
 
-  ParkedOps(Counts counts, OpSlots slots, CompletionQueue completions, Rma rma) {
+  ParkedOps(
+      FakeEndpoint owner, Counts counts, OpSlots slots, CompletionQueue completions, Rma rma) {
+    this.owner = owner;
     this.counts = counts;
     this.slots = slots;
     this.completions = completions;
@@ -53,11 +56,10 @@ final class ParkedOps {
    * Completes the op in {@code slot} whose target progressed or closed, if it still waits.
    *
    * @param index the op's number when it started waiting: the slot may hold another op since
-   * @param closed whether the initiator endpoint is closed
    */
-  void targetProgressed(int slot, long index, boolean closed) {
+  void targetProgressed(int slot, long index) {
     // The op may have been flushed, or its endpoint closed, since it started waiting.
-    if (!closed
+    if (!owner.isClosedUnlocked()
         && slots.state[slot] == OpSlots.POSTED
         && slots.index[slot] == index
         && slots.hold[slot] == OpSlots.AWAITING_TARGET) {
@@ -79,8 +81,8 @@ final class ParkedOps {
   }
 
   /** Whether {@code slot} holds a posted op whose completion the script holds. */
-  boolean holds(int slot, boolean closed) {
-    return !closed
+  boolean holds(int slot) {
+    return !owner.isClosedUnlocked()
         && slot >= 0
         && slot < slots.count
         && slots.hold[slot] == OpSlots.HELD
@@ -88,8 +90,8 @@ final class ParkedOps {
   }
 
   /** Releases the held completion of {@code slot}; returns 1, or 0 when it holds none. */
-  int releaseHeldSlot(int slot, boolean closed) {
-    if (!holds(slot, closed)) {
+  int releaseHeldSlot(int slot) {
+    if (!holds(slot)) {
       return 0;
     }
     completions.removeHeld(slot);

@@ -2,28 +2,59 @@ package dev.dma.fake;
 
 import dev.dma.api.DmaException;
 import dev.dma.spi.CompletionSink;
+import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The completions one {@link FakeEndpoint#reap} took off its queue, copied out of their slots so
- * that the sink is called outside the fabric's lock, and their delivery: a success as {@link
- * CompletionSink#completed}, an error as {@link CompletionSink#failed} with the reason and the
- * exact message dma's libfabric endpoint gives the same error, and a scripted completion-queue read
- * failure thrown after the entries it lets through. The arrays grow to the largest batch and are
- * reused, so a reap allocates nothing once warm.
+ * The completions one {@link FakeEndpoint#reap} takes off its queue (in the {@linkplain
+ * FakeScript#completionOrder scripted order}, checked by {@link OpAudit}, counted, their slots
+ * freed), copied out of their slots so that the sink is called outside the fabric's lock, and their
+ * delivery: a success as {@link CompletionSink#completed}, an error as {@link
+ * CompletionSink#failed} with the reason and the exact message dma's libfabric endpoint gives the
+ * same error, and a scripted completion-queue read failure thrown after the entries it lets
+ * through. The arrays grow to the largest batch and are reused, so a reap allocates nothing once
+ * warm.
  *
- * <p>Threads: one per endpoint, used only by its owner's reap: {@link #record} with the fabric's
- * lock held, {@link #deliver} after releasing it, so the sink (the caller's code) may use other
+ * <p>Threads: one per endpoint, used only by its owner's reap: {@link #take} with the fabric's lock
+ * held, {@link #deliver} after releasing it, so the sink (the caller's code) may use other
  * endpoints of the fabric, or wait for threads that do, without deadlocking.
  */
 final class ReapBatch {
+  private final FakeScript script;
+  private final Counts counts;
+  private final OpSlots ops;
+  private final CompletionQueue completions;
+  private final OpAudit audit;
+
   private int[] slots = new int[16];
   private int[] errno = new int[16];
   private int[] providerErrno = new int[16];
   private String[] text = new String[16];
 
-  /** Makes room for {@code count} completions. */
-  void ensure(int count) {
+  ReapBatch(
+      FakeScript script, Counts counts, OpSlots ops, CompletionQueue completions, OpAudit audit) {
+    this.script = script;
+    this.counts = counts;
+    this.ops = ops;
+    this.completions = completions;
+    this.audit = audit;
+  }
+
+  /**
+   * Takes up to {@code max} ready completions (fewer when a scripted read failure lets fewer
+   * through) into the batch and frees their slots. Call with the fabric's lock held.
+   *
+   * @param failure this reap's scripted read failure, or null
+   * @param contexts the endpoint's op contexts (null before {@code openSlots}, when no slot is
+   *     ready), checked for the slots posted with scribbled contexts
+   * @return how many completions the batch holds
+   */
+  int take(int max, FakeScript.@Nullable CqFailure failure, @Nullable OpContexts contexts) {
+    int count = Math.min(max, completions.readyCount());
+    if (failure != null) {
+      count = Math.min(count, failure.afterEntries());
+      counts.increment(Counts.CQ_READ_FAILURES);
+    }
     if (slots.length < count) {
       int size = Math.max(count, slots.length * 2);
       slots = new int[size];
@@ -31,14 +62,21 @@ final class ReapBatch {
       providerErrno = new int[size];
       text = new String[size];
     }
-  }
-
-  /** Copies the completion of {@code slot} into place {@code i} of the batch. */
-  void record(int i, int slot, int opErrno, int opProviderErrno, String providerText) {
-    slots[i] = slot;
-    errno[i] = opErrno;
-    providerErrno[i] = opProviderErrno;
-    text[i] = providerText;
+    boolean newestFirst = script.order == FakeScript.CompletionOrder.NEWEST_FIRST;
+    for (int i = 0; i < count; i++) {
+      int slot = completions.takeReady(newestFirst);
+      audit.checkStillOwned(slot, "reap");
+      if (ops.scribbled[slot]) {
+        audit.checkContext(slot, Objects.requireNonNull(contexts));
+      }
+      slots[i] = slot;
+      errno[i] = ops.errno[slot];
+      providerErrno[i] = ops.providerErrno[slot];
+      text[i] = ops.text[slot];
+      counts.increment(ops.errno[slot] == 0 ? Counts.COMPLETIONS : Counts.ERROR_COMPLETIONS);
+      ops.free(slot);
+    }
+    return count;
   }
 
   /**

@@ -45,7 +45,7 @@ final class TargetProgress {
       return;
     }
     for (Awaiting op : awaiting) {
-      op.initiator.targetProgressed(op.slot, op.index);
+      op.initiator.parked().targetProgressed(op.slot, op.index);
     }
     awaiting.clear();
   }
