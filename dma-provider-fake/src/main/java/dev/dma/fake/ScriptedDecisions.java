@@ -75,17 +75,17 @@ final class ScriptedDecisions {
   }
 
   /**
-   * Whether a post that was not refused answers {@code -FI_EAGAIN} now, checked in this order: the
-   * target is unknown, closed or scripted unreachable; {@code maxTx} ops are unreaped; {@link
-   * FakeScript#againWhile} holds; one of {@link FakeScript#againTimes} is left (consumed only when
-   * nothing before it answered).
+   * Whether a post that was not refused, to a peer an endpoint had when it was inserted, answers
+   * {@code -FI_EAGAIN} now, checked in this order: the target closed or is scripted unreachable;
+   * {@code maxTx} ops are unreaped; {@link FakeScript#againWhile} holds; one of {@link
+   * FakeScript#againTimes} is left (consumed only when nothing before it answered). A peer no
+   * endpoint had is unreachable for ever; the endpoint answers that before asking.
    *
-   * @param target the endpoint at the peer's address when it was inserted, or null
+   * @param target the endpoint at the peer's address when it was inserted
    * @param inFlight the initiator's unreaped ops
    */
-  boolean again(@Nullable FakeEndpoint target, int inFlight) {
-    return target == null
-        || target.isClosedUnlocked()
+  boolean again(FakeEndpoint target, int inFlight) {
+    return target.isClosedUnlocked()
         || (!script.unreachable.isEmpty()
             && script.unreachable.contains(ByteBuffer.wrap(target.addressUnsafe())))
         || (script.maxTxEnforced > 0 && inFlight >= script.maxTxEnforced)
