@@ -44,7 +44,10 @@ public final class FakeScript {
   private final FakeFabric fabric;
   private final Object lock;
 
-  // Every field below is guarded by `lock`; the endpoints read them directly while holding it.
+  // Every field below is guarded by `lock`; the endpoints and their collaborators read them
+  // directly
+  // while holding it. ScriptedDecisions consumes the insert, post, EAGAIN, rule and CQ settings;
+  // Registrations the registration failures.
   int againTimes;
   @Nullable BooleanSupplier againWhile;
   int maxTxReported;
@@ -757,7 +760,7 @@ public final class FakeScript {
     }
   }
 
-  // ------------------------------------ used by ScriptedDecisions, which consumes the settings
+  // ---------------------------------------- read by ScriptedDecisions and the endpoint it serves
 
   /** A fault or hold rule; {@code remaining} is Long.MAX_VALUE for "every match". */
   static final class Rule {
