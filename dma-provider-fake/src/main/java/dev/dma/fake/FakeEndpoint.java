@@ -8,8 +8,6 @@ import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
@@ -77,11 +75,27 @@ import org.jspecify.annotations.Nullable;
  * <h2>Where the parts live</h2>
  *
  * This class keeps the endpoint's public face and the per-transfer path, post to reap, top to
- * bottom. Its state lives in package-private helpers it alone calls, with the fabric's lock held:
- * {@code AddressVector} (peer handles), {@code Registrations} and {@code Registration} (local
- * registration), {@code Region} (exposed memory and the remote-access checks), {@code OpSlots}
- * (what each posted op is and how it ends), {@code CompletionQueue} (ready and held completions)
- * and {@code OpContexts} (the slots' {@code fi_context2} memory).
+ * bottom: validate, ask the script, accept, then move the bytes, park the op or fail it, and reap.
+ * Each step's detail lives in a package-private collaborator this endpoint alone calls, with the
+ * fabric's lock held (each says which threads reach it):
+ *
+ * <ul>
+ *   <li>{@code SpiContract}: which calls violate the SPI, the text saying why, and what it does;
+ *   <li>{@code ScriptedDecisions}: what the script answers a valid call (a failed insert, a refused
+ *       post, {@code -FI_EAGAIN}, the hold, lose and fault rules, a failed CQ read);
+ *   <li>{@code Rma}: the target-side checks of an accepted op and the copy of its bytes;
+ *   <li>{@code ParkedOps}: how held ops, ops awaiting their target and flushed ops reach the queue;
+ *   <li>{@code TargetProgress}: this endpoint as a passive target (waiting ops, the sleep and
+ *       wake);
+ *   <li>{@code ReapBatch}: what a reap takes off the queue, delivered to the sink outside the lock;
+ *   <li>{@code OpAudit}: operands released and contexts written while the provider owned them;
+ *   <li>{@code ExposedRegions} and {@code Region}: the exposed memory and the remote-access checks;
+ *   <li>{@code PeerTable}: inserting, removing and probing peers under the script;
+ *   <li>{@code AddressVector} (peer handles), {@code Registrations} and {@code Registration} (local
+ *       registration), {@code OpSlots} (what each posted op is and how it ends), {@code
+ *       CompletionQueue} (ready and held completions) and {@code OpContexts} (the slots' {@code
+ *       fi_context2} memory).
+ * </ul>
  */
 public final class FakeEndpoint implements FabricEndpoint {
   /** Bytes of provider-owned context per op slot, as libfabric's {@code fi_context2}. */
@@ -97,7 +111,6 @@ public final class FakeEndpoint implements FabricEndpoint {
    */
   public static final int ADDR_FORMAT_EFA = 12;
 
-  private static final int VIOLATION = -FiErrno.EINVAL;
   private static final int MR_LOCAL = 1 << 2;
   private static final int MR_VIRT_ADDR = 1 << 4;
   private static final long CAPS =
@@ -114,23 +127,21 @@ public final class FakeEndpoint implements FabricEndpoint {
 
   private final AddressVector peers = new AddressVector();
   private final Registrations registrations;
-  private final List<Region> exposed = new ArrayList<>();
-  // Ops of other endpoints waiting for this (target) endpoint to progress.
-  private final List<Awaiting> awaiting = new ArrayList<>();
-
-  /** Set by {@link #wakeup()}, cleared by the wait it ends; guarded by {@link #lock}. */
-  private boolean wakeRequested;
+  private final ExposedRegions exposed;
+  private final TargetProgress incoming;
 
   // Op slots, sized by openSlots, so a post allocates nothing.
   private final OpSlots slots = new OpSlots();
   private final CompletionQueue completions = new CompletionQueue();
   private @Nullable OpContexts contexts;
 
-  // Reap's scratch, so the sink is called outside the lock without allocating.
-  private int[] reapSlots = new int[16];
-  private int[] reapErrno = new int[16];
-  private int[] reapProviderErrno = new int[16];
-  private String[] reapText = new String[16];
+  private final SpiContract contract;
+  private final PeerTable peerTable;
+  private final ScriptedDecisions decisions;
+  private final Rma rma;
+  private final ParkedOps parked;
+  private final OpAudit audit;
+  private final ReapBatch batch;
 
   FakeEndpoint(FakeFabric fabric, byte[] address, int qpn) {
     this.fabric = fabric;
@@ -141,6 +152,15 @@ public final class FakeEndpoint implements FabricEndpoint {
     this.qpn = qpn;
     this.counts = new Counts(fabric.counts);
     this.registrations = new Registrations(this, fabric, script, counts);
+    this.exposed = new ExposedRegions(this, fabric, script, counts);
+    this.incoming = new TargetProgress(lock);
+    this.contract = new SpiContract(counts, slots, peers, registrations, script);
+    this.decisions = new ScriptedDecisions(script, address);
+    this.rma = new Rma(address, fabric, script, counts, slots, completions);
+    this.parked = new ParkedOps(this, counts, slots, completions, rma);
+    this.peerTable = new PeerTable(fabric, script, counts, efa, peers, slots, decisions, parked);
+    this.audit = new OpAudit(fabric, counts, slots);
+    this.batch = new ReapBatch(script, counts, slots, completions, audit);
   }
 
   /**
@@ -239,21 +259,6 @@ public final class FakeEndpoint implements FabricEndpoint {
     }
   }
 
-  /**
-   * The reason of an error completion, as dma's libfabric endpoint gives it for the same error on
-   * tcp: {@code FI_ECANCELED} (the fake's closed target, tcp's closed connection) is {@link
-   * DmaException.Reason#ACCESS_DENIED}, since tcp cannot tell a target that refused from one that
-   * went away (the worker then asks {@link #peerGone}, and reports a closed target as {@link
-   * DmaException.Reason#PEER_UNREACHABLE}, as it does on tcp); the rest is what the error number
-   * says. Keeps a test on the fake choosing the same action as the server will on tcp (dma-it's
-   * conformance suite checks both).
-   */
-  private static DmaException.Reason reasonOf(int errno) {
-    return errno == FiErrno.ECANCELED
-        ? DmaException.Reason.ACCESS_DENIED
-        : DmaException.Reason.ofErrno(errno);
-  }
-
   @Override
   public byte[] localAddress() {
     return address.clone();
@@ -288,26 +293,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed) {
         throw DmaException.fabric("fi_av_insert: the endpoint is closed");
       }
-      String problem = FakeAddresses.problem(peerAddress, efa);
-      if (problem != null) {
-        counts.increment(Counts.INSERT_FAILURES);
-        throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, problem);
-      }
-      if (script.insertFailures > 0) {
-        script.insertFailures--;
-        counts.increment(Counts.INSERT_FAILURES);
-        int errno = script.insertErrno;
-        throw new DmaException(
-            DmaException.Kind.FABRIC,
-            FiErrno.callMessage("fi_av_insert", errno),
-            errno,
-            DmaException.UNKNOWN_ERRNO,
-            null);
-      }
-      byte[] copy = peerAddress.clone();
-      FakeEndpoint target = fabric.endpointAt(copy);
-      counts.increment(Counts.INSERTS);
-      return peers.insert(copy, target, script.reuseAddressHandles);
+      return peerTable.insert(peerAddress);
     }
   }
 
@@ -321,45 +307,12 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public int removePeer(long handle) {
     synchronized (lock) {
-      if (closed) {
-        return violation("removePeer(" + handle + ") on a closed endpoint");
-      }
-      String problem = peers.problem(handle);
+      String problem = contract.removePeerProblem(closed, handle);
       if (problem != null) {
-        return violation("removePeer(" + handle + "): " + problem);
+        return contract.violation(problem);
       }
-      peers.remove(handle);
-      counts.increment(Counts.REMOVES);
-      if (slots.postedTo(handle) > 0) {
-        counts.increment(Counts.REMOVES_WITH_OPS_OUTSTANDING);
-        if (script.flushOnRemove) {
-          flush(handle);
-        }
-      }
+      peerTable.remove(handle);
       return 0;
-    }
-  }
-
-  /** Fails every unreaped op against {@code handle} as EFA does when the peer is destroyed. */
-  private void flush(long handle) {
-    for (int slot = 0; slot < slots.count; slot++) {
-      if (slots.state[slot] != OpSlots.POSTED || slots.peer[slot] != handle) {
-        continue;
-      }
-      boolean queued = slots.hold[slot] == OpSlots.NOT_HELD;
-      if (slots.hold[slot] == OpSlots.HELD) {
-        completions.removeHeld(slot);
-      }
-      slots.hold[slot] = OpSlots.NOT_HELD;
-      // An op that already failed keeps its own error; a success not yet reaped is flushed too,
-      // because the worker cannot tell it from one still on the wire.
-      if (!slots.done[slot] || slots.errno[slot] == 0) {
-        slots.fail(slot, FiErrno.ECANCELED, 1, "Flushed during queue pair destroy");
-        counts.increment(Counts.FLUSHED_OPS);
-      }
-      if (!queued) {
-        completions.pushReady(slot);
-      }
     }
   }
 
@@ -377,13 +330,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       return null;
     }
     synchronized (lock) {
-      counts.increment(Counts.PEER_PROBES);
-      FakeEndpoint target = fabric.endpointAt(peerAddress);
-      return target == null || target.closed
-          ? "no open fake endpoint has the address "
-              + java.util.HexFormat.of().formatHex(peerAddress)
-              + " any more"
-          : null;
+      return peerTable.gone(peerAddress);
     }
   }
 
@@ -423,11 +370,11 @@ public final class FakeEndpoint implements FabricEndpoint {
   public void reset() {
     synchronized (lock) {
       if (closed) {
-        violation("reset on a closed endpoint");
+        contract.violation("reset on a closed endpoint");
         throw new IllegalStateException("reset on a closed endpoint");
       }
       counts.increment(Counts.RESETS);
-      checkPostedStillOwned("reset");
+      audit.checkPostedStillOwned("reset");
       counts.add(Counts.OPS_DISCARDED_BY_RESET, slots.discardAll());
       completions.clear();
       peers.removeAll();
@@ -474,13 +421,9 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public long descriptor(long registration) {
     synchronized (lock) {
-      if (closed) {
-        violation("descriptor(0x" + Long.toHexString(registration) + ") after the endpoint closed");
-        return 0;
-      }
-      String problem = registrations.handleProblem(registration, "descriptor");
+      String problem = contract.descriptorProblem(closed, registration);
       if (problem != null) {
-        violation(problem);
+        contract.violation(problem);
         return 0;
       }
       return Registrations.descriptor(registrations.live(registration));
@@ -496,17 +439,9 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public void deregister(long registration) {
     synchronized (lock) {
-      if (closed) {
-        // Closing the endpoint closed its registrations; libfabric would now free an MR twice.
-        violation(
-            "deregister(0x"
-                + Long.toHexString(registration)
-                + ") after the endpoint closed, which had closed the registration already");
-        return;
-      }
-      String problem = registrations.handleProblem(registration, "deregister");
+      String problem = contract.deregisterProblem(closed, registration);
       if (problem != null) {
-        violation(problem);
+        contract.violation(problem);
         return;
       }
       Registration live = registrations.live(registration);
@@ -514,14 +449,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       // Closed even when in use: the caller asked, and a real provider would have closed it too.
       registrations.deregister(live);
       if (user >= 0) {
-        violation(
-            "registration "
-                + live.id
-                + " was deregistered while op #"
-                + slots.index[user]
-                + " in slot "
-                + user
-                + " that uses it was not yet reaped");
+        contract.violation(contract.inUse(live, user));
       }
     }
   }
@@ -533,16 +461,9 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public void openSlots(int count) {
     synchronized (lock) {
-      if (closed) {
-        violation("openSlots(" + count + ") on a closed endpoint");
-        return;
-      }
-      if (count < 1) {
-        violation("openSlots(" + count + "): at least 1 slot is needed");
-        return;
-      }
-      if (slots.count != 0) {
-        violation("openSlots(" + count + ") called again; slots were opened with " + slots.count);
+      String problem = contract.openSlotsProblem(closed, count);
+      if (problem != null) {
+        contract.violation(problem);
         return;
       }
       completions.open(count);
@@ -587,81 +508,36 @@ public final class FakeEndpoint implements FabricEndpoint {
     synchronized (lock) {
       counts.increment(Counts.POST_ATTEMPTS);
       String call = write ? "postWrite" : "postRead";
-      if (closed) {
-        return postViolation(call + " on a closed endpoint");
+      String problem =
+          contract.postProblem(closed, call, slot, peer, localAddress, lengthBytes, descriptor);
+      if (problem != null) {
+        return contract.postViolation(problem);
       }
-      if (slots.count == 0) {
-        return postViolation(call + " before openSlots");
-      }
-      if (slot < 0 || slot >= slots.count) {
-        return postViolation(call + ": slot " + slot + " is outside [0, " + slots.count + ")");
-      }
-      if (slots.state[slot] != OpSlots.FREE) {
-        return postViolation(
-            call
-                + ": slot "
-                + slot
-                + " is still owned by op #"
-                + slots.index[slot]
-                + ", which was not reaped");
-      }
-      if (lengthBytes < 0
-          || (lengthBytes > 0 && localAddress == 0)
-          || localAddress + lengthBytes < localAddress) {
-        return postViolation(
-            call + ": bad local operand [" + localAddress + ", +" + lengthBytes + ")");
-      }
-      String peerProblem = peers.problem(peer);
-      if (peerProblem != null) {
-        return postViolation(call + ": " + peerProblem);
-      }
-      long registrationId = 0;
-      if (script.requireLocalRegistration) {
-        String problem = registrations.descriptorProblem(descriptor, localAddress, lengthBytes);
-        if (problem != null) {
-          return postViolation(call + ": " + problem);
-        }
-        registrationId = Registrations.id(descriptor);
-      }
-
-      int refused = script.postFailure(peers.address(peer));
+      long registrationId = script.requireLocalRegistration ? Registrations.id(descriptor) : 0;
+      byte[] peerAddress = peers.address(peer);
+      int refused = decisions.postFailure(peerAddress);
       if (refused != 0) {
         counts.increment(Counts.POST_ERRORS);
         return -refused;
       }
       FakeEndpoint target = peers.target(peer);
-      if (target == null
-          || target.closed
-          || (!script.unreachable.isEmpty()
-              && script.unreachable.contains(java.nio.ByteBuffer.wrap(target.address)))
-          || (script.maxTxEnforced > 0 && slots.inFlight >= script.maxTxEnforced)
-          || script.againNow()) {
+      if (target == null || decisions.again(target, slots.inFlight)) {
         counts.increment(Counts.AGAIN_ANSWERS);
         return AGAIN;
       }
 
       long index = fabric.nextOpIndex();
       // Rules run before the slot changes, so a matcher that throws leaves no half-posted op.
-      boolean hold = false;
-      boolean lose = false;
-      FakeScript.Rule fault = null;
-      if (script.hasOpRules()) {
-        FakeOp op =
-            new FakeOp(
-                index,
-                write ? FakeOp.Kind.WRITE : FakeOp.Kind.READ,
-                slot,
-                address.clone(),
-                peers.address(peer).clone(),
-                peer,
-                localAddress,
-                lengthBytes,
-                remoteAddress,
-                remoteKey);
-        hold = script.matchHold(op);
-        lose = script.matchLose(op);
-        fault = script.matchFault(op);
-      }
+      decisions.judge(
+          index,
+          write,
+          slot,
+          peerAddress,
+          peer,
+          localAddress,
+          lengthBytes,
+          remoteAddress,
+          remoteKey);
       slots.accept(
           slot,
           index,
@@ -676,6 +552,7 @@ public final class FakeEndpoint implements FabricEndpoint {
           fabric.watchedOperand(localAddress, lengthBytes));
       counts.increment(Counts.POSTS);
       counts.increment(write ? Counts.WRITES : Counts.READS);
+      FakeScript.Rule fault = decisions.fault;
       if (fault != null) {
         slots.fail(slot, fault.errno, fault.providerErrno, fault.providerText);
       }
@@ -683,168 +560,18 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (script.scribbleContexts) {
         Objects.requireNonNull(contexts).scribble(slot, write, peer, index);
       }
-      if (lose) {
+      if (decisions.lose) {
         slots.hold[slot] = OpSlots.LOST;
-      } else if (hold) {
+      } else if (decisions.hold) {
         slots.hold[slot] = OpSlots.HELD;
         completions.hold(slot);
       } else if (!slots.done[slot] && script.targetProgressRequired) {
         slots.hold[slot] = OpSlots.AWAITING_TARGET;
-        target.awaiting.add(new Awaiting(this, slot, index));
-        // Wakes a target sleeping in awaitIncoming (the fabric's endpoints share this lock).
-        lock.notifyAll();
+        target.incoming.add(this, slot, index);
       } else {
-        complete(slot);
+        rma.complete(slot);
       }
       return FabricEndpoint.POSTED;
-    }
-  }
-
-  /** Moves the op's bytes unless it already failed, and queues its completion. */
-  private void complete(int slot) {
-    if (!slots.done[slot]) {
-      move(slot);
-    }
-    completions.pushReady(slot);
-  }
-
-  /** Performs the op against its target, recording success or the error completion. */
-  private void move(int slot) {
-    FakeEndpoint target = slots.target[slot];
-    long key = slots.key[slot];
-    if (target.closed) {
-      slots.fail(slot, FiErrno.ECANCELED, FiErrno.ENOTCONN, FiErrno.text(FiErrno.ENOTCONN));
-      return;
-    }
-    long registrationId = slots.registration[slot];
-    if (registrationId != 0 && fabric.registration(registrationId) == null) {
-      // Deregistered while the op was held (already a violation): EFA fails it with a bad lkey,
-      // and the fake must not read or write memory its owner may have freed since.
-      slots.fail(slot, FiErrno.EINVAL, 5, "Invalid lkey: the local registration was closed");
-      return;
-    }
-    if (script.rejectUninsertedInitiator && !target.peers.contains(address)) {
-      slots.fail(
-          slot,
-          FiErrno.ENOTCONN,
-          14,
-          "Unknown peer: the target has not inserted the initiator's address into its address"
-              + " vector (REMOTE_ERROR_UNKNOWN_PEER)");
-      return;
-    }
-    Region region = fabric.region(key);
-    if (region == null || region.owner != target) {
-      slots.fail(
-          slot,
-          FiErrno.EACCES,
-          -FiErrno.EACCES,
-          "remote key " + key + " is not registered at the target");
-      return;
-    }
-    boolean write = slots.write[slot];
-    long remote = slots.remote[slot];
-    long length = slots.lengthBytes[slot];
-    String refusal = region.refusal(write, remote, length);
-    if (refusal != null) {
-      slots.fail(slot, FiErrno.EACCES, -FiErrno.EACCES, refusal);
-      return;
-    }
-    if (!region.scope.isAlive()) {
-      counts.violation(
-          "the memory of the region of remote key "
-              + key
-              + " was freed while it was still exposed (close the region first)");
-      slots.fail(slot, FiErrno.EIO, -FiErrno.EIO, "the target memory was freed while exposed");
-      return;
-    }
-    if (length > 0) {
-      long remoteBytes = region.base + region.offset(remote);
-      MemorySegment operand = slots.operand[slot];
-      if (operand != null) {
-        if (!copyWatched(slot, operand, remoteBytes)) {
-          return;
-        }
-      } else if (write) {
-        Memory.copy(slots.local[slot], remoteBytes, length);
-      } else {
-        Memory.copy(remoteBytes, slots.local[slot], length);
-      }
-    }
-    counts.add(write ? Counts.BYTES_WRITTEN : Counts.BYTES_READ, length);
-    slots.done[slot] = true;
-  }
-
-  /**
-   * Moves a watched operand's bytes through its segment, so the JDK's liveness check, not a raw
-   * address, stands between the fake and memory freed on delivery: a copy after the arena closed
-   * throws here (and a close racing the copy cannot free the memory under it). Such a copy is
-   * recorded and fails the op.
-   *
-   * @return whether the bytes moved
-   */
-  private boolean copyWatched(int slot, MemorySegment operand, long remoteBytes) {
-    boolean write = slots.write[slot];
-    long length = slots.lengthBytes[slot];
-    long offset = slots.local[slot] - operand.address();
-    try {
-      if (write) {
-        MemorySegment.copy(operand, offset, Memory.ALL, remoteBytes, length);
-      } else {
-        MemorySegment.copy(Memory.ALL, remoteBytes, operand, offset, length);
-      }
-      return true;
-    } catch (IllegalStateException released) {
-      fabric.operandViolation(
-          counts,
-          describe(slot)
-              + (write ? " read its source" : " wrote its landing buffer")
-              + " after the operand was released (its transfer's completion was delivered): "
-              + released.getMessage());
-      slots.fail(slot, FiErrno.EIO, -FiErrno.EIO, "the local operand was released");
-      // Recorded once: reap, reset or close need not report the same op again.
-      slots.operand[slot] = null;
-      return false;
-    }
-  }
-
-  /**
-   * Records a posted op whose watched operand was already released while the provider still owned
-   * the op: its completion reached the caller before the provider had let go of the memory.
-   */
-  private void checkStillOwned(int slot, String when) {
-    MemorySegment operand = slots.operand[slot];
-    if (operand != null && !operand.scope().isAlive()) {
-      fabric.operandViolation(
-          counts,
-          describe(slot)
-              + "'s operand was released (its transfer's completion was delivered) while the"
-              + " provider still owned the op, found at "
-              + when);
-    }
-  }
-
-  private String describe(int slot) {
-    return "op #"
-        + slots.index[slot]
-        + " ("
-        + (slots.write[slot] ? "write" : "read")
-        + " of "
-        + slots.lengthBytes[slot]
-        + " bytes in slot "
-        + slot
-        + ")";
-  }
-
-  /** Checks, as the op completes, that nobody but the provider wrote into its context. */
-  private void checkContext(int slot) {
-    if (!Objects.requireNonNull(contexts)
-        .intact(slot, slots.write[slot], slots.peer[slot], slots.index[slot])) {
-      counts.violation(
-          "the context of slot "
-              + slot
-              + " (op #"
-              + slots.index[slot]
-              + ") was written while the provider owned it (FI_CONTEXT2)");
     }
   }
 
@@ -865,65 +592,20 @@ public final class FakeEndpoint implements FabricEndpoint {
     FakeScript.CqFailure failure;
     synchronized (lock) {
       if (closed) {
-        violation("reap on a closed endpoint");
+        contract.violation("reap on a closed endpoint");
         return 0;
       }
       if (max < 1) {
-        violation("reap(sink, " + max + "): max must be positive");
+        contract.violation("reap(sink, " + max + "): max must be positive");
         return 0;
       }
-      progressUnlocked();
-      failure = script.cqFailures.poll();
-      count = Math.min(max, completions.readyCount());
-      if (failure != null) {
-        count = Math.min(count, failure.afterEntries());
-        counts.increment(Counts.CQ_READ_FAILURES);
-      }
-      if (reapSlots.length < count) {
-        int size = Math.max(count, reapSlots.length * 2);
-        reapSlots = new int[size];
-        reapErrno = new int[size];
-        reapProviderErrno = new int[size];
-        reapText = new String[size];
-      }
-      boolean newestFirst = script.order == FakeScript.CompletionOrder.NEWEST_FIRST;
-      for (int i = 0; i < count; i++) {
-        int slot = completions.takeReady(newestFirst);
-        checkStillOwned(slot, "reap");
-        if (slots.scribbled[slot]) {
-          checkContext(slot);
-        }
-        reapSlots[i] = slot;
-        reapErrno[i] = slots.errno[slot];
-        reapProviderErrno[i] = slots.providerErrno[slot];
-        reapText[i] = slots.text[slot];
-        counts.increment(slots.errno[slot] == 0 ? Counts.COMPLETIONS : Counts.ERROR_COMPLETIONS);
-        slots.free(slot);
-      }
+      incoming.progress();
+      failure = decisions.reapFailure();
+      count = batch.take(max, failure, contexts);
     }
     // The sink is the caller's code: call it without the lock, so it may use other endpoints of
     // the fabric, or wait for threads that do, without deadlocking.
-    for (int i = 0; i < count; i++) {
-      if (reapErrno[i] == 0) {
-        sink.completed(reapSlots[i]);
-      } else {
-        sink.failed(
-            reapSlots[i],
-            reasonOf(reapErrno[i]),
-            reapErrno[i],
-            reapProviderErrno[i],
-            FiErrno.completionMessage(reapErrno[i], reapProviderErrno[i], reapText[i]));
-        reapText[i] = null;
-      }
-    }
-    if (failure != null) {
-      throw new DmaException(
-          DmaException.Kind.FABRIC,
-          failure.message(),
-          failure.errno(),
-          DmaException.UNKNOWN_ERRNO,
-          null);
-    }
+    batch.deliver(sink, count, failure);
     return count;
   }
 
@@ -942,18 +624,7 @@ public final class FakeEndpoint implements FabricEndpoint {
       if (closed) {
         throw DmaException.fabric("fi_mr_reg: the endpoint is closed");
       }
-      if (!segment.isNative()) {
-        throw DmaException.fabric(
-            FiErrno.callMessage("fi_mr_reg", FiErrno.EINVAL)
-                + ": a heap segment cannot be registered; allocate it from an Arena");
-      }
-      long key = fabric.nextKey();
-      Region region = new Region(this, key, segment, script.virtualAddressing, access);
-      fabric.addRegion(region);
-      exposed.add(region);
-      counts.increment(Counts.EXPOSES);
-      counts.increment(Counts.LIVE_EXPOSES);
-      return region;
+      return exposed.expose(segment, access);
     }
   }
 
@@ -966,11 +637,11 @@ public final class FakeEndpoint implements FabricEndpoint {
   public void progress() {
     synchronized (lock) {
       if (closed) {
-        violation("progress on a closed endpoint");
+        contract.violation("progress on a closed endpoint");
         return;
       }
       counts.increment(Counts.PROGRESS_CALLS);
-      progressUnlocked();
+      incoming.progress();
     }
   }
 
@@ -987,22 +658,7 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public boolean awaitIncoming(long timeoutNanos) {
     synchronized (lock) {
-      if (wakeRequested) {
-        wakeRequested = false;
-        return false;
-      }
-      if (closed || !awaiting.isEmpty()) {
-        return !closed;
-      }
-      try {
-        // wait(0, 0) would wait forever: never less than a nanosecond.
-        long bounded = Math.max(1, timeoutNanos);
-        lock.wait(bounded / 1_000_000, (int) (bounded % 1_000_000));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      wakeRequested = false;
-      return !awaiting.isEmpty();
+      return incoming.await(timeoutNanos, closed);
     }
   }
 
@@ -1010,7 +666,7 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public boolean incomingPending() {
     synchronized (lock) {
-      return !awaiting.isEmpty();
+      return incoming.pending();
     }
   }
 
@@ -1018,61 +674,16 @@ public final class FakeEndpoint implements FabricEndpoint {
   @Override
   public void wakeup() {
     synchronized (lock) {
-      wakeRequested = true;
-      lock.notifyAll();
+      incoming.wakeup();
     }
   }
 
-  private void progressUnlocked() {
-    if (awaiting.isEmpty()) {
-      return;
-    }
-    for (Awaiting op : awaiting) {
-      op.initiator.targetProgressed(op.slot, op.index);
-    }
-    awaiting.clear();
-  }
-
-  /** Called on an initiator when the target of its op in {@code slot} progressed or closed. */
-  private void targetProgressed(int slot, long index) {
-    // The op may have been flushed, or its endpoint closed, since it started waiting.
-    if (!closed
-        && slots.state[slot] == OpSlots.POSTED
-        && slots.index[slot] == index
-        && slots.hold[slot] == OpSlots.AWAITING_TARGET) {
-      slots.hold[slot] = OpSlots.NOT_HELD;
-      complete(slot);
-    }
-  }
-
-  /** Releases the held completions, in acceptance order or reversed. */
-  int releaseHeld(boolean reversed) {
-    int count = completions.heldCount();
-    for (int i = 0; i < count; i++) {
-      int slot = completions.held(reversed ? count - 1 - i : i);
-      slots.hold[slot] = OpSlots.NOT_HELD;
-      complete(slot);
-    }
-    completions.clearHeld();
-    return count;
-  }
-
-  boolean holds(int slot) {
-    return !closed
-        && slot >= 0
-        && slot < slots.count
-        && slots.hold[slot] == OpSlots.HELD
-        && slots.state[slot] == OpSlots.POSTED;
-  }
-
-  int releaseHeldSlot(int slot) {
-    if (!holds(slot)) {
-      return 0;
-    }
-    completions.removeHeld(slot);
-    slots.hold[slot] = OpSlots.NOT_HELD;
-    complete(slot);
-    return 1;
+  /**
+   * The ops of this endpoint whose completion is parked, with the lock held: for {@link FakeScript}
+   * releasing held completions and for a target progressing ops that wait for it.
+   */
+  ParkedOps parked() {
+    return parked;
   }
 
   @Override
@@ -1105,13 +716,11 @@ public final class FakeEndpoint implements FabricEndpoint {
       }
       closed = true;
       counts.add(Counts.OPS_IN_FLIGHT_AT_CLOSE, slots.inFlight);
-      checkPostedStillOwned("close");
+      audit.checkPostedStillOwned("close");
       registrations.closeAll();
-      for (Region region : List.copyOf(exposed)) {
-        region.closeUnlocked();
-      }
+      exposed.closeAll();
       // Waiting initiators see this target closed, so their ops fail with FI_ECANCELED.
-      progressUnlocked();
+      incoming.progress();
       fabric.endpointClosed(this);
       if (contexts != null) {
         contexts.close();
@@ -1126,14 +735,6 @@ public final class FakeEndpoint implements FabricEndpoint {
   }
 
   // ----------------------------------------------------------------------------------- helpers
-
-  private void checkPostedStillOwned(String when) {
-    for (int slot = 0; slot < slots.count; slot++) {
-      if (slots.state[slot] == OpSlots.POSTED) {
-        checkStillOwned(slot, when);
-      }
-    }
-  }
 
   byte[] addressUnsafe() {
     return address;
@@ -1150,42 +751,16 @@ public final class FakeEndpoint implements FabricEndpoint {
 
   /** Forgets a region of this endpoint that just closed, with the lock held. */
   void regionClosed(Region region) {
-    fabric.removeRegion(region.key);
-    exposed.remove(region);
-    counts.add(Counts.LIVE_EXPOSES, -1);
+    exposed.closed(region);
   }
 
-  /**
-   * Records a violation found before any state changed, and throws if the script says so. Found
-   * later (while bytes move or a completion is reaped), a violation is only counted: throwing there
-   * would strand the op.
-   */
-  private int violation(String description) {
-    counts.violation(description);
-    if (script.throwOnViolation) {
-      throw new IllegalStateException("fake fabric violation: " + description);
-    }
-    return VIOLATION;
+  /** Whether this endpoint is closed, with the lock held; for an initiator's checks. */
+  boolean isClosedUnlocked() {
+    return closed;
   }
 
-  private int postViolation(String description) {
-    counts.increment(Counts.POST_ERRORS);
-    return violation(description);
-  }
-
-  /** An op of another endpoint that waits for this target to progress. */
-  private record Awaiting(FakeEndpoint initiator, int slot, long index) {}
-
-  /**
-   * Raw memory access. A holder class, so the restricted call runs (and warns without native
-   * access) only when bytes first move, not when the provider is merely loaded.
-   */
-  private static final class Memory {
-    @SuppressWarnings("restricted")
-    private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
-
-    static void copy(long from, long to, long lengthBytes) {
-      MemorySegment.copy(ALL, from, ALL, to, lengthBytes);
-    }
+  /** Whether a live peer handle names {@code peerAddress}, with the lock held. */
+  boolean hasPeerUnlocked(byte[] peerAddress) {
+    return peers.contains(peerAddress);
   }
 }

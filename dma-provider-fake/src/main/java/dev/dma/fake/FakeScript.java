@@ -44,7 +44,10 @@ public final class FakeScript {
   private final FakeFabric fabric;
   private final Object lock;
 
-  // Every field below is guarded by `lock`; the endpoints read them directly while holding it.
+  // Every field below is guarded by `lock`; the endpoints and their collaborators read them
+  // directly
+  // while holding it. ScriptedDecisions consumes the insert, post, EAGAIN, rule and CQ settings;
+  // Registrations the registration failures.
   int againTimes;
   @Nullable BooleanSupplier againWhile;
   int maxTxReported;
@@ -342,7 +345,7 @@ public final class FakeScript {
     synchronized (lock) {
       int released = 0;
       for (FakeEndpoint endpoint : fabric.openEndpoints()) {
-        released += endpoint.releaseHeld(false);
+        released += endpoint.parked().releaseHeld(false);
       }
       return released;
     }
@@ -358,7 +361,7 @@ public final class FakeScript {
     synchronized (lock) {
       int released = 0;
       for (FakeEndpoint endpoint : fabric.openEndpoints()) {
-        released += endpoint.releaseHeld(true);
+        released += endpoint.parked().releaseHeld(true);
       }
       return released;
     }
@@ -378,7 +381,7 @@ public final class FakeScript {
       for (int slot : slots) {
         boolean found = false;
         for (FakeEndpoint endpoint : endpoints) {
-          found |= endpoint.holds(slot);
+          found |= endpoint.parked().holds(slot);
         }
         if (!found) {
           throw new IllegalArgumentException("no completion is held for slot " + slot);
@@ -387,7 +390,7 @@ public final class FakeScript {
       int released = 0;
       for (int slot : slots) {
         for (FakeEndpoint endpoint : endpoints) {
-          released += endpoint.releaseHeldSlot(slot);
+          released += endpoint.parked().releaseHeldSlot(slot);
         }
       }
       return released;
@@ -757,63 +760,7 @@ public final class FakeScript {
     }
   }
 
-  // ------------------------------------------------------------------------- used by endpoints
-
-  /** The errno a post to {@code peer} that passed validation fails with now, or 0. */
-  int postFailure(byte[] peer) {
-    if (!postFailuresByPeer.isEmpty()) {
-      Integer errno = postFailuresByPeer.get(ByteBuffer.wrap(peer));
-      if (errno != null) {
-        return errno;
-      }
-    }
-    if (postFailures > 0) {
-      postFailures--;
-      return postFailureErrno;
-    }
-    return 0;
-  }
-
-  /** Whether a post that passed validation answers -FI_EAGAIN now; consumes againTimes. */
-  boolean againNow() {
-    if (againWhile != null && againWhile.getAsBoolean()) {
-      return true;
-    }
-    if (againTimes > 0) {
-      againTimes--;
-      return true;
-    }
-    return false;
-  }
-
-  boolean hasOpRules() {
-    return !holdRules.isEmpty() || !failRules.isEmpty() || !loseRules.isEmpty();
-  }
-
-  boolean matchLose(FakeOp op) {
-    return match(loseRules, op) != null;
-  }
-
-  boolean matchHold(FakeOp op) {
-    return match(holdRules, op) != null;
-  }
-
-  @Nullable Rule matchFault(FakeOp op) {
-    return match(failRules, op);
-  }
-
-  private static @Nullable Rule match(List<Rule> rules, FakeOp op) {
-    for (int i = 0; i < rules.size(); i++) {
-      Rule rule = rules.get(i);
-      if (rule.matcher.matches(op)) {
-        if (rule.remaining != Long.MAX_VALUE && --rule.remaining == 0) {
-          rules.remove(i);
-        }
-        return rule;
-      }
-    }
-    return null;
-  }
+  // ---------------------------------------- read by ScriptedDecisions and the endpoint it serves
 
   /** A fault or hold rule; {@code remaining} is Long.MAX_VALUE for "every match". */
   static final class Rule {

@@ -122,6 +122,19 @@ final class OpSlots {
     inFlight--;
   }
 
+  /** Names the op in {@code slot} for a violation: {@code op #7 (write of 64 bytes in slot 2)}. */
+  String describe(int slot) {
+    return "op #"
+        + index[slot]
+        + " ("
+        + (write[slot] ? "write" : "read")
+        + " of "
+        + lengthBytes[slot]
+        + " bytes in slot "
+        + slot
+        + ")";
+  }
+
   /** How many posted ops are against {@code peerHandle}. */
   int postedTo(long peerHandle) {
     int posted = 0;
