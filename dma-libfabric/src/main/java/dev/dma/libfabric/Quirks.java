@@ -140,4 +140,42 @@ final class Quirks {
   static boolean shmSkipsCmaCheckForLocalPeers(String provider, int libraryVersion) {
     return "shm".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_0;
   }
+
+  /**
+   * Whether an endpoint on {@code provider} takes shm's data-path workarounds ({@link ShmQuirks}):
+   * bounce buffers for writes above 4 KiB ({@link ShmBounce}), the first-page refusal, failed-read
+   * matching and the locks around posts to peer endpoints of this process. Every version: each
+   * workaround's own gate (for example {@link #shmReportsRefusedRmaAsDone}) narrows it further.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @return whether the provider is shm
+   */
+  static boolean needsShmWorkarounds(String provider) {
+    return "shm".equals(provider);
+  }
+
+  /**
+   * sockets answers a post with {@code -FI_ENOENT} when its connection attempt finds nothing
+   * listening at the peer's address ({@code sock_ep_get_conn}): the peer is gone, as tcp says by
+   * never connecting. Every version checked (1.17 to 2.6).
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @return whether a post's {@code -FI_ENOENT} means the peer is unreachable
+   */
+  static boolean socketsEnoentMeansPeerGone(String provider) {
+    return "sockets".equals(provider);
+  }
+
+  /**
+   * Whether an operation posted to a peer whose endpoint then went away may stay posted for ever,
+   * neither completing nor failing: shm, every version (its command waits in the gone peer's
+   * queue). Declared as {@link
+   * dev.dma.spi.FabricEndpoint.Capability#STRANDS_OPERATIONS_OF_GONE_PEERS}.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @return whether a gone peer's operations may be stranded
+   */
+  static boolean strandsOperationsOfGonePeers(String provider) {
+    return "shm".equals(provider);
+  }
 }
