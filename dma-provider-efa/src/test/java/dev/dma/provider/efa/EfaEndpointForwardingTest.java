@@ -32,8 +32,8 @@ import org.junit.jupiter.api.Timeout;
  * forwards it or the list below names it, so no default applies to EFA silently.
  *
  * <p>Each method is called on an EFA endpoint over a recording delegate (a {@link Proxy} that
- * records the methods called on it and answers neutral values); the method counts as forwarded
- * when the delegate saw the same method called.
+ * records the methods called on it and answers neutral values); the method counts as forwarded when
+ * the delegate saw the same method called.
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class EfaEndpointForwardingTest {
