@@ -266,7 +266,9 @@ public final class PassiveTarget implements AutoCloseable {
       opened.abandon();
     }
     try {
-      boolean canSleep = idleNanos > 0 && endpoint.canAwaitIncoming();
+      boolean canSleep =
+          idleNanos > 0
+              && endpoint.capabilities().contains(FabricEndpoint.Capability.AWAITS_INCOMING);
       if (canSleep) {
         sleeper = endpoint;
       }

@@ -3,6 +3,7 @@ package dev.dma.spi;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import java.lang.foreign.MemorySegment;
+import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -37,6 +38,54 @@ public interface FabricEndpoint extends AutoCloseable {
 
   /** {@code -FI_EAGAIN}: not accepted now; reap, then post again. */
   int AGAIN = -11;
+
+  /**
+   * Optional behaviour an endpoint declares in {@link #capabilities()}. What is not declared is
+   * false: the worker then assumes the safe default each entry names.
+   */
+  enum Capability {
+    /**
+     * {@link #removePeer(long)} fails that peer's posted operations with error completions (flushes
+     * them), so a dead peer's operations can be recovered without {@link #reset()}. Only a provider
+     * that guarantees it, and guarantees it touches no operand after the flushed completion, may
+     * declare it. Without it the worker resets the endpoint to recover them.
+     */
+    REMOVAL_FLUSHES,
+
+    /**
+     * The endpoint completes posted operations in the order they were posted, across all peers, so
+     * that one operation that never completes (its peer closed or died with it posted, or dropped
+     * it) holds back the completions of every later one, to every peer, until {@link #reset()}: shm
+     * up to libfabric 2.4, whose initiator reads its responses from one in-order queue. Declaring
+     * it also promises that each peer consumes the operations posted to it in order across a reset:
+     * an operation posted again after the reset lands after whatever its earlier post still moves,
+     * so a write may be posted again then (same bytes, and none land later than the repost's
+     * completion).
+     *
+     * <p>The worker then judges only the incarnation whose operation is the oldest one stuck (or
+     * one that left with operations posted), and posts every other stuck operation again after the
+     * reset instead of failing it.
+     */
+    COMPLETES_IN_POST_ORDER,
+
+    /**
+     * An operation posted to a peer whose endpoint then went away may stay posted for ever, neither
+     * completing nor failing (shm: its command waits in the gone peer's queue), so the worker asks
+     * {@link #peerGone} about the peers of operations long in flight as well. Providers that fail
+     * such operations by themselves (tcp: the connection closes) do not declare it, and are asked
+     * only about refused posts and failed completions.
+     */
+    STRANDS_OPERATIONS_OF_GONE_PEERS,
+
+    /**
+     * {@link #awaitIncoming} can sleep until a peer's RMA needs this endpoint's progress, and
+     * {@link #incomingPending} answers: the provider has a wait object that wakes on incoming RMA.
+     * A {@code PassiveTarget} backs off to sleeping between progress calls only on an endpoint that
+     * declares it; on others it spins and yields, since a blind sleep would delay every incoming
+     * transfer by it.
+     */
+    AWAITS_INCOMING
+  }
 
   /**
    * This endpoint's fabric address, to send to clients (a 16-byte {@code sockaddr_in} on tcp, 32
@@ -238,21 +287,9 @@ public interface FabricEndpoint extends AutoCloseable {
   void progress();
 
   /**
-   * Whether {@link #awaitIncoming} can sleep until a peer's RMA needs this endpoint's progress. A
-   * {@code PassiveTarget} backs off to sleeping between progress calls only on an endpoint that
-   * can; on others it spins and yields, since a blind sleep would delay every incoming transfer by
-   * it.
-   *
-   * @return false unless the provider has a wait object that wakes on incoming RMA
-   */
-  default boolean canAwaitIncoming() {
-    return false;
-  }
-
-  /**
    * Blocks the owner thread until a peer's RMA may need this endpoint's {@linkplain #progress()
    * progress}, or for at most {@code timeoutNanos}; the caller progresses the endpoint afterwards
-   * either way. Only called when {@link #canAwaitIncoming()} is true.
+   * either way. Only called when {@link #capabilities()} has {@link Capability#AWAITS_INCOMING}.
    *
    * @param timeoutNanos the longest sleep, positive
    * @return true when woken by incoming work, false when the time passed
@@ -265,7 +302,7 @@ public interface FabricEndpoint extends AutoCloseable {
    * Whether a peer's RMA is waiting for this endpoint's progress right now, without blocking: the
    * activity signal that keeps a busy target spinning rather than backing off to sleep. Cheap (one
    * system call at most), but not free: a caller samples it, not calls it every pass. Only called
-   * when {@link #canAwaitIncoming()} is true.
+   * when {@link #capabilities()} has {@link Capability#AWAITS_INCOMING}.
    *
    * @return whether there is incoming work to progress
    */
@@ -275,10 +312,10 @@ public interface FabricEndpoint extends AutoCloseable {
 
   /**
    * How many of the peers' RMA operations this endpoint has served so far, for an endpoint that
-   * cannot {@linkplain #canAwaitIncoming() await} them: the activity signal that keeps a busy
-   * {@code PassiveTarget} spinning, and lets an idle one nap in short sleeps instead of yielding a
-   * whole core. Only the change between two reads matters. Cheap (about a progress call), called by
-   * the owner thread only.
+   * cannot {@linkplain Capability#AWAITS_INCOMING await} them: the activity signal that keeps a
+   * busy {@code PassiveTarget} spinning, and lets an idle one nap in short sleeps instead of
+   * yielding a whole core. Only the change between two reads matters. Cheap (about a progress
+   * call), called by the owner thread only.
    *
    * @return the count, or -1 when the provider cannot count them (the default)
    */
@@ -294,16 +331,15 @@ public interface FabricEndpoint extends AutoCloseable {
   default void wakeup() {}
 
   /**
-   * Whether {@link #removePeer(long)} fails that peer's posted operations with error completions
-   * (flushes them), so a dead peer's operations can be recovered without {@link #reset()}. Only a
-   * provider that guarantees it, and guarantees it touches no operand after the flushed completion,
-   * may answer true.
+   * What this endpoint does beyond what every endpoint must: the optional behaviour it declares, a
+   * fixed property of the open endpoint. The owner reads it once, when it starts using the endpoint
+   * (the fabric worker in its constructor, a {@code PassiveTarget} when it starts), so an endpoint
+   * answers the same set for its whole life, resets included. A provider that declares nothing
+   * returns an empty set.
    *
-   * @return whether removal flushes; false by default
+   * @return an unmodifiable set, the same on every call
    */
-  default boolean removalFlushes() {
-    return false;
-  }
+  Set<Capability> capabilities();
 
   /**
    * Whether the endpoint asks to be {@linkplain #reset() reset} once nothing is in flight: its
@@ -315,26 +351,6 @@ public interface FabricEndpoint extends AutoCloseable {
    * @return whether a reset is wanted; false by default
    */
   default boolean wantsQuietReset() {
-    return false;
-  }
-
-  /**
-   * Whether this endpoint completes posted operations in the order they were posted, across all
-   * peers, so that one operation that never completes (its peer closed or died with it posted, or
-   * dropped it) holds back the completions of every later one, to every peer, until {@link
-   * #reset()}: shm up to libfabric 2.4, whose initiator reads its responses from one in-order
-   * queue. Answering true also promises that each peer consumes the operations posted to it in
-   * order across a reset: an operation posted again after the reset lands after whatever its
-   * earlier post still moves, so a write may be posted again then (same bytes, and none land later
-   * than the repost's completion).
-   *
-   * <p>The worker then judges only the incarnation whose operation is the oldest one stuck (or one
-   * that left with operations posted), and posts every other stuck operation again after the reset
-   * instead of failing it.
-   *
-   * @return whether one stuck operation stalls every completion; false by default
-   */
-  default boolean completesInPostOrder() {
     return false;
   }
 
@@ -353,8 +369,8 @@ public interface FabricEndpoint extends AutoCloseable {
    * a few milliseconds; an endpoint may start a check and answer from it at a later call. The owner
    * thread calls it off the per-transfer path, at most once per client per probe interval: for an
    * operation whose posts have been refused for a while, for a completion error that may mean the
-   * peer went away, and (see {@link #strandsOperationsOfGonePeers()}) for an operation in flight
-   * for a while.
+   * peer went away, and (see {@link Capability#STRANDS_OPERATIONS_OF_GONE_PEERS}) for an operation
+   * in flight for a while.
    *
    * @param address the peer's address, as the advertisement carried it
    * @return what shows the endpoint is gone, in words (for example {@code "nothing accepts
@@ -362,19 +378,6 @@ public interface FabricEndpoint extends AutoCloseable {
    */
   default @Nullable String peerGone(byte[] address) {
     return null;
-  }
-
-  /**
-   * Whether an operation posted to a peer whose endpoint then went away may stay posted for ever,
-   * neither completing nor failing (shm: its command waits in the gone peer's queue), so that the
-   * worker asks {@link #peerGone} about the peers of operations long in flight as well. Providers
-   * that fail such operations by themselves (tcp: the connection closes) answer false, and are
-   * asked only about refused posts and failed completions.
-   *
-   * @return whether a gone peer's operations may be stranded; false by default
-   */
-  default boolean strandsOperationsOfGonePeers() {
-    return false;
   }
 
   /**

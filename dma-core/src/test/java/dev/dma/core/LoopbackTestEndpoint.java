@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * A minimal in-memory {@link FabricEndpoint} for dma-core's own worker tests: exposed memory is
@@ -136,6 +137,11 @@ class LoopbackTestEndpoint implements FabricEndpoint {
   @Override
   public boolean requiresLocalRegistration() {
     return false;
+  }
+
+  @Override
+  public Set<Capability> capabilities() {
+    return Set.of();
   }
 
   @Override

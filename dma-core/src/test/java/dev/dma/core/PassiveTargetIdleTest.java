@@ -31,8 +31,8 @@ class PassiveTargetIdleTest {
     private volatile boolean woken;
 
     @Override
-    public boolean canAwaitIncoming() {
-      return true;
+    public Set<Capability> capabilities() {
+      return Set.of(Capability.AWAITS_INCOMING);
     }
 
     @Override

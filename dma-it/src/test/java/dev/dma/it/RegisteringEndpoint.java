@@ -6,6 +6,7 @@ import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.MemorySegment;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -25,6 +26,11 @@ final class RegisteringEndpoint implements FabricEndpoint {
   @Override
   public boolean requiresLocalRegistration() {
     return true;
+  }
+
+  @Override
+  public Set<Capability> capabilities() {
+    return real.capabilities();
   }
 
   @Override

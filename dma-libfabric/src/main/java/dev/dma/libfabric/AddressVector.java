@@ -203,7 +203,7 @@ final class AddressVector {
           DmaException.Reason.PEER_UNREACHABLE,
           "peer " + local.name + " is an shm endpoint of this process that was already closed");
     }
-    if ("shm".equals(objects.facts.providerName())
+    if (Quirks.shmInsertsGonePeers(objects.facts.providerName())
         && objects.facts.addrFormat() == Abi.FI_ADDR_STR) {
       // A peer that is gone is refused on every version, so a stale advertisement fails the same
       // way everywhere. Up to 2.4 it is also a guard: there shm answers the insert of a peer whose

@@ -37,7 +37,7 @@ final class CompletionErrors {
    */
   static String message(String provider, int err, int providerErrno, String providerText) {
     String errorText = Native.strerror(err);
-    if (err == Abi.FI_ECANCELED && cancelsOnConnectionLoss(provider)) {
+    if (err == Abi.FI_ECANCELED && Quirks.cancelsOnConnectionLoss(provider)) {
       return CompletionMessages.ofStaleProviderErrno(
           err,
           errorText,
@@ -81,17 +81,9 @@ final class CompletionErrors {
    * @return the reason
    */
   static DmaException.Reason reason(String provider, int err) {
-    if (err == Abi.FI_ECANCELED && cancelsOnConnectionLoss(provider)) {
+    if (err == Abi.FI_ECANCELED && Quirks.cancelsOnConnectionLoss(provider)) {
       return DmaException.Reason.ACCESS_DENIED;
     }
     return DmaException.Reason.ofErrno(err);
-  }
-
-  /** xnet (net on 1.x, tcp from 1.18) and rxm over it or over tcpx. */
-  private static boolean cancelsOnConnectionLoss(String provider) {
-    return provider.equals("net")
-        || provider.equals("tcp")
-        || provider.startsWith("tcp;")
-        || provider.startsWith("net;");
   }
 }

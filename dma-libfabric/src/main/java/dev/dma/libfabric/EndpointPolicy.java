@@ -4,8 +4,11 @@ import dev.dma.libfabric.internal.Abi;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What a provider module decides about the endpoints it opens; {@link LibfabricEndpoint} itself has
- * no provider policy. Immutable.
+ * What a provider module decides about the endpoints it opens; {@link LibfabricEndpoint} itself
+ * decides nothing of that kind. What the returned provider does differently from libfabric's man
+ * pages (shm's, sockets', tcp's quirks) is not policy but a fact of the library: {@code Quirks}
+ * holds every such decision, and is the one class of the package that reads a provider's name.
+ * Immutable.
  *
  * @param providerName the libfabric provider to ask for ({@code fabric_attr.prov_name} in the
  *     hints, for example {@code tcp;ofi_rxm}, {@code net}, {@code shm}, {@code efa}); an entry

@@ -39,9 +39,6 @@ final class FabricObjects {
   /** Under the endpoint's name, as before these objects had a class of their own. */
   private static final System.Logger LOG = System.getLogger(LibfabricEndpoint.class.getName());
 
-  /** The shm provider's name. */
-  private static final String SHM = "shm";
-
   /** Attribute structs grow in newer versions (fi_cq_attr gains xpu_ctx): allocate with slack. */
   private static final long ATTR_BYTES = 128;
 
@@ -122,7 +119,7 @@ final class FabricObjects {
    * @return the node, or null for none
    */
   static @Nullable String sourceNode(EndpointPolicy policy, DmaConfiguration configuration) {
-    if (SHM.equals(policy.providerName())) {
+    if (Quirks.takesNoSourceNode(policy.providerName())) {
       // shm names the endpoint after a source node instead of the pid (fi_shm://127.0.0.1:0:0),
       // so two processes binding the same address collide with EBUSY. Its names are local to
       // this host's /dev/shm anyway: leave the node out and get fi_shm://<pid>:<uid>:<index>.
@@ -142,7 +139,9 @@ final class FabricObjects {
    */
   void open(DmaConfiguration configuration) {
     String node = sourceNode(policy, configuration);
-    if (node == null && SHM.equals(policy.providerName()) && configuration.bind() != null) {
+    if (node == null
+        && Quirks.takesNoSourceNode(policy.providerName())
+        && configuration.bind() != null) {
       LOG.log(
           System.Logger.Level.DEBUG,
           "shm ignores the source node \""
@@ -240,7 +239,7 @@ final class FabricObjects {
     MemorySegment cqAttr = arena.allocate(ATTR_BYTES, 8);
     cqAttr.set(JAVA_INT, Abi.CQ_ATTR_FORMAT, Abi.FI_CQ_FORMAT_CONTEXT);
     waitFd = -1;
-    if (forTarget && wakesOnIncoming(facts.providerName())) {
+    if (forTarget && Quirks.wakesOnIncoming(facts.providerName())) {
       cqAttr.set(JAVA_INT, Abi.CQ_ATTR_WAIT_OBJ, Abi.FI_WAIT_FD);
       try {
         cq = openOnDomain(domainOps, Abi.OPS_DOMAIN_CQ_OPEN, "fi_cq_open", cqAttr, out);
@@ -277,7 +276,7 @@ final class FabricObjects {
     check("fi_ep_bind(av)", rc);
     rc = (int) Native.I_LLL.invokeExact(fnBind, ep, cq, Abi.FI_TRANSMIT | Abi.FI_RECV);
     check("fi_ep_bind(cq)", rc);
-    if (forTarget && waitFd < 0 && SHM.equals(facts.providerName())) {
+    if (forTarget && waitFd < 0 && Quirks.countsServedRma(facts.providerName())) {
       bindServedCounter(domainOps, fnBind, out);
     }
     rc =
@@ -304,16 +303,6 @@ final class FabricObjects {
         ShmNames.reportLeftoversOnce(LOG);
       }
     }
-  }
-
-  /**
-   * Whether a completion queue's wait fd on this provider becomes readable when a peer's RMA needs
-   * the endpoint's progress: tcp (named net on 1.x) adds its sockets' epoll fd to the queue's wait
-   * set (prov/tcp/src/xnet_cq.c, xnet_cq_open). Other providers' wait objects signal completions
-   * only, and a target gets none for the RMA it serves.
-   */
-  static boolean wakesOnIncoming(String providerName) {
-    return providerName.equals("tcp") || providerName.equals("net");
   }
 
   /**

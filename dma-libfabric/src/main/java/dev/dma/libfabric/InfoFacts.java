@@ -168,7 +168,7 @@ public record InfoFacts(
    */
   public int transmitDepth() {
     int depth = txSize < 0 || txSize > Integer.MAX_VALUE ? Integer.MAX_VALUE : (int) txSize;
-    return providerName.endsWith("ofi_rxd") && depth > RXD_MAX_DEPTH ? RXD_MAX_DEPTH : depth;
+    return Quirks.rxd(providerName) && depth > RXD_MAX_DEPTH ? RXD_MAX_DEPTH : depth;
   }
 
   /**

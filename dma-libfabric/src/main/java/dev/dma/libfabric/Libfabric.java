@@ -67,7 +67,7 @@ public final class Libfabric {
   /**
    * What the loaded library's shm does with a write or read whose remote key, range or access the
    * target refuses, and which defence dma has there (one line, for {@code dma-bench info}); see
-   * {@link LibfabricEndpoint}'s table and {@link Quirks#shmReportsRefusedRmaAsDone}.
+   * {@link ShmQuirks}' table and {@link Quirks#shmReportsRefusedRmaAsDone}.
    *
    * @param libraryVersion a packed {@code fi_version()}, for example {@link #version()}
    * @return the line

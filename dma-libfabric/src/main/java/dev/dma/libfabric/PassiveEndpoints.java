@@ -106,10 +106,8 @@ public final class PassiveEndpoints implements AutoCloseable {
 
   private void openShared(
       EndpointPolicy policy, DmaConfiguration configuration, RemoteAccess access) {
-    String node = configuration.bind() != null ? configuration.bind() : policy.defaultSourceNode();
-    if ("shm".equals(policy.providerName())) {
-      node = null; // shm names endpoints after the pid (see FabricObjects.open)
-    }
+    // shm names endpoints after the pid (see FabricObjects.sourceNode)
+    String node = FabricObjects.sourceNode(policy, configuration);
     long list = FabricQuery.query(policy, node);
     try {
       info =

@@ -97,26 +97,13 @@ final class PeerLiveness implements AutoCloseable {
    * @param provider the provider name, for example {@code net} or {@code tcp;ofi_rxm}
    */
   PeerLiveness(String provider) {
-    if (provider.equals("shm")) {
+    if (Quirks.shm(provider)) {
       kind = Kind.SHM;
-    } else if (provider.equals("net")
-        || provider.equals("tcp")
-        || provider.startsWith("net;")
-        || provider.startsWith("tcp;")
-        || provider.equals("sockets")) {
+    } else if (Quirks.listensAtItsAddress(provider)) {
       kind = Kind.TCP;
     } else {
       kind = Kind.NONE;
     }
-  }
-
-  /**
-   * Whether a peer of this provider may hold operations for ever once gone (shm's queue).
-   *
-   * @param provider the provider name
-   */
-  static boolean strandsOperations(String provider) {
-    return provider.equals("shm");
   }
 
   /**

@@ -34,7 +34,7 @@ public final class ProviderLimits {
    * @return the sentence, or null
    */
   public static @Nullable String peerLimit(String provider, int livePeers) {
-    if (provider.equals("shm")) {
+    if (Quirks.shm(provider)) {
       return "shm serves at most "
           + SHM_MAX_PEERS
           + " peers per endpoint (SMR_MAX_PEERS, fixed when libfabric is built) and this endpoint"
@@ -43,7 +43,7 @@ public final class ProviderLimits {
           + "; spread the clients over more services (a FabricServiceGroup opens one endpoint"
           + " per device) or serve them over a network provider";
     }
-    if (provider.endsWith("ofi_rxd")) {
+    if (Quirks.rxd(provider)) {
       return "rxd's address vector holds at most FI_OFI_RXD_MAX_PEERS peers ("
           + env("FI_OFI_RXD_MAX_PEERS", RXD_DEFAULT_MAX_PEERS)
           + " here) and this endpoint holds "
@@ -81,22 +81,22 @@ public final class ProviderLimits {
    */
   public static List<String> known(String provider) {
     List<String> lines = new ArrayList<>();
-    if (provider.equals("shm")) {
+    if (Quirks.shm(provider)) {
       lines.add("peers per endpoint: " + SHM_MAX_PEERS + " (SMR_MAX_PEERS, compiled in)");
     }
-    if (provider.endsWith("ofi_rxd")) {
+    if (Quirks.rxd(provider)) {
       lines.add(
           "peers per endpoint: "
               + env("FI_OFI_RXD_MAX_PEERS", RXD_DEFAULT_MAX_PEERS)
               + " (FI_OFI_RXD_MAX_PEERS)");
     }
-    if (provider.contains("ofi_rxm")) {
+    if (Quirks.rxm(provider)) {
       lines.add(
           "universe size: "
               + env("FI_UNIVERSE_SIZE", DEFAULT_UNIVERSE_SIZE)
               + " (FI_UNIVERSE_SIZE: rxm sizes its completion queue for this many peers)");
     }
-    if (provider.equals("net") || provider.startsWith("tcp") || provider.startsWith("net")) {
+    if (Quirks.overTcp(provider)) {
       long[] limits = openFilesLimits();
       lines.add(
           "file descriptors: "

@@ -3,10 +3,17 @@ package dev.dma.libfabric;
 import dev.dma.libfabric.internal.Abi;
 
 /**
- * Provider behaviour that differs from what libfabric's man pages promise, each pinned to the
- * library versions where it was read in the source and seen in a test. Each predicate takes the
- * loaded library's {@code fi_version()} ({@link Libfabric#version()}), never the API version dma
- * asks for: these are properties of the code that runs, not of the API contract requested.
+ * Every decision dma-libfabric takes on a provider's name, in one place: provider behaviour that
+ * differs from what libfabric's man pages promise, each pinned to the library versions where it was
+ * read in the source and seen in a test, and the provider families the rest of the package asks
+ * about ({@link #shm}, {@link #overTcp}, {@link #rxm}, {@link #rxd}, {@link #sockets}). No other
+ * class of the package compares a provider's name (LibfabricProvider parses the {@code libfabric:}
+ * prefix of a configured name, and FabricQuery matches a returned entry's name to the one asked
+ * for; neither decides anything about a provider).
+ *
+ * <p>Each version-gated predicate takes the loaded library's {@code fi_version()} ({@link
+ * Libfabric#version()}), never the API version dma asks for: these are properties of the code that
+ * runs, not of the API contract requested. Stateless; any thread.
  */
 final class Quirks {
   private Quirks() {}
@@ -32,7 +39,7 @@ final class Quirks {
    * @return whether an {@code -FI_EINVAL} from {@code fi_av_remove} may be this quirk
    */
   static boolean socketsRemovalAnswersEinval(String provider, int libraryVersion) {
-    return "sockets".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_5;
+    return sockets(provider) && libraryVersion >= Abi.FI_VERSION_2_5;
   }
 
   /**
@@ -56,7 +63,7 @@ final class Quirks {
    * @return whether a refused operation is reported done
    */
   static boolean shmReportsRefusedRmaAsDone(String provider, int libraryVersion) {
-    return "shm".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_5;
+    return shm(provider) && libraryVersion >= Abi.FI_VERSION_2_5;
   }
 
   /**
@@ -80,7 +87,7 @@ final class Quirks {
    * @return whether one stuck operation stalls every completion
    */
   static boolean shmCompletesInPostOrder(String provider, int libraryVersion) {
-    return "shm".equals(provider) && libraryVersion < Abi.FI_VERSION_2_5;
+    return shm(provider) && libraryVersion < Abi.FI_VERSION_2_5;
   }
 
   /**
@@ -105,7 +112,7 @@ final class Quirks {
    * @return whether shm may reuse a removed peer's slot with a stale peer id
    */
   static boolean shmReusesSlotsWithStalePeerIds(String provider, int libraryVersion) {
-    return "shm".equals(provider);
+    return shm(provider);
   }
 
   /**
@@ -138,6 +145,182 @@ final class Quirks {
    * @return whether a peer endpoint of this process must be inserted under an alias of its name
    */
   static boolean shmSkipsCmaCheckForLocalPeers(String provider, int libraryVersion) {
-    return "shm".equals(provider) && libraryVersion >= Abi.FI_VERSION_2_0;
+    return shm(provider) && libraryVersion >= Abi.FI_VERSION_2_0;
+  }
+
+  /**
+   * Whether an endpoint on {@code provider} takes shm's data-path workarounds ({@link ShmQuirks}):
+   * bounce buffers for writes above 4 KiB ({@link ShmBounce}), the first-page refusal, failed-read
+   * matching and the locks around posts to peer endpoints of this process. Every version: each
+   * workaround's own gate (for example {@link #shmReportsRefusedRmaAsDone}) narrows it further.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @return whether the provider is shm
+   */
+  static boolean needsShmWorkarounds(String provider) {
+    return shm(provider);
+  }
+
+  /**
+   * sockets answers a post with {@code -FI_ENOENT} when its connection attempt finds nothing
+   * listening at the peer's address ({@code sock_ep_get_conn}): the peer is gone, as tcp says by
+   * never connecting. Every version checked (1.17 to 2.6).
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @return whether a post's {@code -FI_ENOENT} means the peer is unreachable
+   */
+  static boolean socketsEnoentMeansPeerGone(String provider) {
+    return sockets(provider);
+  }
+
+  /**
+   * Whether an operation posted to a peer whose endpoint then went away may stay posted for ever,
+   * neither completing nor failing: shm, every version (its command waits in the gone peer's
+   * queue). Declared as {@link
+   * dev.dma.spi.FabricEndpoint.Capability#STRANDS_OPERATIONS_OF_GONE_PEERS}.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @return whether a gone peer's operations may be stranded
+   */
+  static boolean strandsOperationsOfGonePeers(String provider) {
+    return shm(provider);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Families: the only comparisons of provider names in the package.
+
+  /**
+   * Whether {@code provider} is shm.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @return whether it is {@code shm}
+   */
+  static boolean shm(String provider) {
+    return "shm".equals(provider);
+  }
+
+  /**
+   * Whether {@code provider} is sockets.
+   *
+   * @param provider the provider's name
+   * @return whether it is {@code sockets}
+   */
+  static boolean sockets(String provider) {
+    return "sockets".equals(provider);
+  }
+
+  /**
+   * Whether {@code provider} is xnet (named {@code net} on 1.x, {@code tcp} from 1.18) or a utility
+   * provider layered over it or over tcpx ({@code tcp;ofi_rxm}, {@code net;ofi_rxm}).
+   *
+   * @param provider the provider's name
+   * @return whether its transport is a tcp socket of xnet or tcpx
+   */
+  static boolean overTcp(String provider) {
+    return provider.equals("net")
+        || provider.equals("tcp")
+        || provider.startsWith("tcp;")
+        || provider.startsWith("net;");
+  }
+
+  /**
+   * Whether {@code provider} is layered under rxm ({@code tcp;ofi_rxm}, {@code verbs;ofi_rxm}).
+   *
+   * @param provider the provider's name
+   * @return whether rxm runs on top
+   */
+  static boolean rxm(String provider) {
+    return provider.contains("ofi_rxm");
+  }
+
+  /**
+   * Whether {@code provider} is layered under rxd ({@code udp;ofi_rxd}).
+   *
+   * @param provider the provider's name
+   * @return whether rxd runs on top
+   */
+  static boolean rxd(String provider) {
+    return provider.endsWith("ofi_rxd");
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Decisions the rest of the package takes, by name.
+
+  /**
+   * shm names an endpoint after a source node instead of the pid ({@code fi_shm://127.0.0.1:0:0}),
+   * so two processes binding the same address collide with {@code EBUSY}; its names are local to
+   * this host's {@code /dev/shm} anyway. So an shm endpoint's query passes no source node, and gets
+   * {@code fi_shm://<pid>:<uid>:<index>}.
+   *
+   * @param provider the provider's name
+   * @return whether to leave the source node out
+   */
+  static boolean takesNoSourceNode(String provider) {
+    return shm(provider);
+  }
+
+  /**
+   * Whether a completion queue's wait fd on this provider becomes readable when a peer's RMA needs
+   * the endpoint's progress: tcp (named net on 1.x) adds its sockets' epoll fd to the queue's wait
+   * set ({@code prov/tcp/src/xnet_cq.c}, {@code xnet_cq_open}). Other providers' wait objects
+   * signal completions only, and a target gets none for the RMA it serves.
+   *
+   * @param provider the provider's name
+   * @return whether a passive target's queue gets a wait fd
+   */
+  static boolean wakesOnIncoming(String provider) {
+    return provider.equals("tcp") || provider.equals("net");
+  }
+
+  /**
+   * Whether a counter bound to a passive target's endpoint for {@code FI_REMOTE_WRITE |
+   * FI_REMOTE_READ} counts the peers' RMA it serves: shm counts them as its progress handles each
+   * command ({@code prov/shm/src/smr_comp.c}, {@code smr_complete_rx}; seen on 1.17, 2.1 and 2.6).
+   * shm only: a counter a provider accepts but never moves (efa's RDMA writes need no progress at
+   * the target) would make a busy target nap between transfers.
+   *
+   * @param provider the provider's name
+   * @return whether a target without a wait fd binds the counter
+   */
+  static boolean countsServedRma(String provider) {
+    return shm(provider);
+  }
+
+  /**
+   * Whether an shm address names a peer whose region dma checks at insert: a peer that is gone is
+   * refused on every version, so a stale advertisement fails the same way everywhere; up to 2.4 shm
+   * answers the insert of a peer whose region is gone with success and hands the next insert the
+   * same {@code fi_addr} ({@link AddressVector#insert} says how).
+   *
+   * @param provider the provider's name
+   * @return whether inserts check that the peer's region still exists
+   */
+  static boolean shmInsertsGonePeers(String provider) {
+    return shm(provider);
+  }
+
+  /**
+   * xnet (net on 1.x, tcp from 1.18) and rxm over it or over tcpx cancel every queued operation
+   * with {@code FI_ECANCELED} when the connection closes, which the target does when it refuses a
+   * key, range or access, and store a stale {@code errno} as the provider errno ({@link
+   * CompletionErrors}).
+   *
+   * @param provider the provider's name
+   * @return whether {@code FI_ECANCELED} means the connection closed
+   */
+  static boolean cancelsOnConnectionLoss(String provider) {
+    return overTcp(provider);
+  }
+
+  /**
+   * Whether a refused connection attempt to a peer's address shows the peer is gone ({@link
+   * PeerLiveness}): every endpoint of net, tcp, their rxm variants and sockets listens at the
+   * address it advertises.
+   *
+   * @param provider the provider's name
+   * @return whether liveness is probed by connecting
+   */
+  static boolean listensAtItsAddress(String provider) {
+    return overTcp(provider) || sockets(provider);
   }
 }

@@ -16,9 +16,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * {@link LibfabricEndpoint#reset()} on real providers, and the finding behind {@link
- * LibfabricEndpoint#removalFlushes()}: operations posted to a target that never progresses (so
- * delivery-complete writes and reads cannot complete) are not flushed by {@code fi_av_remove}, and
- * are gone, without a completion and without touching the local operand, after a reset.
+ * dev.dma.spi.FabricEndpoint.Capability#REMOVAL_FLUSHES}: operations posted to a target that never
+ * progresses (so delivery-complete writes and reads cannot complete) are not flushed by {@code
+ * fi_av_remove}, and are gone, without a completion and without touching the local operand, after a
+ * reset.
  */
 class ResetTest {
   private static final int OPS = 8;
@@ -64,7 +65,8 @@ class ResetTest {
   @MethodSource("providers")
   void removingAPeerDoesNotFlushItsPostedOperations(String name) {
     try (Loopback loopback = LoopbackTest.loopback(name)) {
-      assertFalse(loopback.initiator.removalFlushes());
+      assertFalse(
+          loopback.initiator.capabilities().contains(FabricEndpoint.Capability.REMOVAL_FLUSHES));
       MemorySegment remote = loopback.arena.allocate(SIZE * OPS, 4096);
       MemorySegment local = loopback.arena.allocate(SIZE, 4096);
       try (ExposedRegion region = loopback.expose(remote, RemoteAccess.READ_WRITE)) {

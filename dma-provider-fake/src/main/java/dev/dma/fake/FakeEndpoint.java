@@ -8,7 +8,10 @@ import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.MemorySegment;
+import java.util.Collections;
+import java.util.EnumSet;
 import java.util.Objects;
+import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -337,24 +340,24 @@ public final class FakeEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
-   * <p>Follows {@link FakeScript#flushOnRemove}: true when removal is scripted to flush.
+   * <p>{@link Capability#AWAITS_INCOMING} always (the fake wakes a sleeping target when an
+   * operation starts waiting for its progress); {@link Capability#REMOVAL_FLUSHES} when removal is
+   * scripted to flush ({@link FakeScript#flushOnRemove}); {@link
+   * Capability#COMPLETES_IN_POST_ORDER} as {@link FakeScript#completesInPostOrder} says. The script
+   * as it stands when the owner reads the set, once, as it starts: script these before the service
+   * or target starts.
    */
   @Override
-  public boolean removalFlushes() {
+  public Set<Capability> capabilities() {
     synchronized (lock) {
-      return script.flushOnRemove;
-    }
-  }
-
-  /**
-   * {@inheritDoc}
-   *
-   * <p>Follows {@link FakeScript#completesInPostOrder}.
-   */
-  @Override
-  public boolean completesInPostOrder() {
-    synchronized (lock) {
-      return script.completesInPostOrder;
+      EnumSet<Capability> declared = EnumSet.of(Capability.AWAITS_INCOMING);
+      if (script.flushOnRemove) {
+        declared.add(Capability.REMOVAL_FLUSHES);
+      }
+      if (script.completesInPostOrder) {
+        declared.add(Capability.COMPLETES_IN_POST_ORDER);
+      }
+      return Collections.unmodifiableSet(declared);
     }
   }
 
@@ -643,12 +646,6 @@ public final class FakeEndpoint implements FabricEndpoint {
       counts.increment(Counts.PROGRESS_CALLS);
       incoming.progress();
     }
-  }
-
-  /** The fake wakes a sleeping target when an operation starts waiting for its progress. */
-  @Override
-  public boolean canAwaitIncoming() {
-    return true;
   }
 
   /**

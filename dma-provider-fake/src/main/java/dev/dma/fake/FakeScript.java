@@ -606,9 +606,10 @@ public final class FakeScript {
   }
 
   /**
-   * Makes the endpoints answer {@link dev.dma.spi.FabricEndpoint#completesInPostOrder()} true, as
-   * shm up to libfabric 2.4 does. The fake itself still completes ops in any order: a test models
-   * the stall by holding the later ops' completions ({@link #holdCompletions(OpMatcher)}).
+   * Makes the endpoints declare {@link
+   * dev.dma.spi.FabricEndpoint.Capability#COMPLETES_IN_POST_ORDER}, as shm up to libfabric 2.4
+   * does. The fake itself still completes ops in any order: a test models the stall by holding the
+   * later ops' completions ({@link #holdCompletions(OpMatcher)}).
    *
    * @param value what the endpoints answer
    * @return this script

@@ -9,6 +9,7 @@ import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
 import java.lang.foreign.MemorySegment;
+import java.util.Set;
 
 /**
  * A {@link FabricEndpoint} that completes every post at once and keeps nothing per peer (an
@@ -74,6 +75,11 @@ public final class InstantEndpoint implements FabricEndpoint {
   @Override
   public boolean requiresLocalRegistration() {
     return false;
+  }
+
+  @Override
+  public Set<Capability> capabilities() {
+    return Set.of();
   }
 
   @Override

@@ -6,6 +6,7 @@ import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.MemorySegment;
+import java.util.Set;
 
 /**
  * A {@link FabricEndpoint} whose registrations and address-vector entries are counters, so the
@@ -46,6 +47,11 @@ public final class NullEndpoint implements FabricEndpoint {
   @Override
   public boolean requiresLocalRegistration() {
     return true;
+  }
+
+  @Override
+  public Set<Capability> capabilities() {
+    return Set.of();
   }
 
   @Override

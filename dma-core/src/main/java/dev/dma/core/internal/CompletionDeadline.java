@@ -16,7 +16,7 @@ import java.time.Duration;
 final class CompletionDeadline {
   /**
    * How long the worker waits, on a provider whose removal flushes ({@link
-   * dev.dma.spi.FabricEndpoint#removalFlushes()}), for the flushed completions of expired
+   * dev.dma.spi.FabricEndpoint.Capability#REMOVAL_FLUSHES}), for the flushed completions of expired
    * operations before it resets the endpoint anyway.
    */
   static final long FLUSH_GRACE_NS = 1_000_000_000L;

@@ -25,6 +25,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -113,6 +114,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // The endpoint completes in post order across peers (shm up to 2.4): one stuck op stalls every
   // client, so the deadline judges only the oldest stuck op's incarnation (see judgeInPostOrder).
   private final boolean inPostOrder;
+  // The endpoint's removal of a peer flushes its posted ops (FabricEndpoint.Capability), so a
+  // dead peer's ops come back without a reset.
+  private final boolean removalFlushes;
   // Numbers posts in order: on an in-post-order endpoint the smallest in flight is the op every
   // later completion waits behind.
   private long postSequence;
@@ -209,9 +213,12 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
             ? progressDeadlineNs
             : Math.max(progressDeadlineNs, completionDeadline.toNanos());
     this.completionDeadline = new CompletionDeadline(completionDeadline);
-    this.inPostOrder = endpoint.completesInPostOrder();
+    Set<FabricEndpoint.Capability> capabilities = endpoint.capabilities();
+    this.inPostOrder = capabilities.contains(FabricEndpoint.Capability.COMPLETES_IN_POST_ORDER);
     this.probeAfterNs = Math.max(1_000_000L, progressDeadlineNs / 10);
-    this.strandsOpsOfGonePeers = endpoint.strandsOperationsOfGonePeers();
+    this.strandsOpsOfGonePeers =
+        capabilities.contains(FabricEndpoint.Capability.STRANDS_OPERATIONS_OF_GONE_PEERS);
+    this.removalFlushes = capabilities.contains(FabricEndpoint.Capability.REMOVAL_FLUSHES);
     this.addressChanged = addressChanged;
     this.backoff = new Backoff(channel);
     readClock();
@@ -1284,7 +1291,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     } else {
       judgeEach(scanNs);
     }
-    String resetReason = completionDeadline.resetReason(now, endpoint.removalFlushes());
+    String resetReason = completionDeadline.resetReason(now, removalFlushes);
     if (resetReason != null) {
       resetEndpoint(resetReason);
     }
@@ -1295,7 +1302,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    * completions do not wait for each other, an op past the deadline is its own peer's doing.
    */
   private void judgeEach(long scanNs) {
-    boolean removalFlushes = endpoint.removalFlushes();
     for (int slot = 0; slot < cap; slot++) {
       Op<T> op = slots[slot];
       if (op == null || op.expired) {
@@ -1326,7 +1332,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         long clientId = op.client.id;
         if (deadFor(op) == null
             && markDead(clientId, op.request.peerAddress(), completionDeadline.text())
-            && endpoint.removalFlushes()) {
+            && removalFlushes) {
           // Its posted ops come back as flushed error completions.
           peers.release(clientId);
         }
@@ -1374,9 +1380,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /**
    * The deadline on an endpoint that completes in post order ({@link
-   * FabricEndpoint#completesInPostOrder()}): every completion after a stuck op waits behind it, so
-   * the ops past the deadline are mostly bystanders of live clients. Only the oldest op in flight
-   * can be the cause; it is judged when it passes the deadline, or sooner ({@link
+   * FabricEndpoint.Capability#COMPLETES_IN_POST_ORDER}): every completion after a stuck op waits
+   * behind it, so the ops past the deadline are mostly bystanders of live clients. Only the oldest
+   * op in flight can be the cause; it is judged when it passes the deadline, or sooner ({@link
    * CompletionDeadline#leftBehind}) when its client has left (removePeer, or a new address since),
    * which is what a client closing its endpoint with a write in flight looks like. Its
    * incarnation's ops are expired (and a client still current is marked dead), as are those of any
@@ -1594,7 +1600,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       } else if (inPostOrder || mayPostAgain(op, false)) {
         // On an in-post-order endpoint the op only waited behind the expired one (each reset there
         // expires at least one op, so this cannot go on for ever), and a write may go again: see
-        // FabricEndpoint.completesInPostOrder.
+        // FabricEndpoint.Capability.COMPLETES_IN_POST_ORDER.
         retry(op, "endpoint reset");
         again.addLast(op);
         retried++;

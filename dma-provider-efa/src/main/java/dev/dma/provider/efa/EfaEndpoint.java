@@ -8,6 +8,10 @@ import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An EFA endpoint: a {@link FabricEndpoint} that delegates to the generic libfabric endpoint (or,
@@ -28,6 +32,10 @@ import java.util.Arrays;
  *       under the worker's progress deadline instead of in the provider's pre-handshake queue,
  *       where a peer that never answers would hold them (and removing it loses them).
  * </ul>
+ *
+ * <p>Every other SPI method is forwarded to the delegate, but {@link #peerText} (EFA addresses are
+ * GID and QPN bytes, shown in hex, whatever the delegate would read into them); {@code
+ * EfaEndpointForwardingTest} holds that list.
  *
  * <p>Threads and ownership: as the SPI says, one owner thread; {@link #deregister(long)} from any
  * thread. This endpoint owns its delegate and closes it. Posting and reaping allocate nothing (a
@@ -153,14 +161,33 @@ public final class EfaEndpoint implements FabricEndpoint {
   /**
    * {@inheritDoc}
    *
-   * <p>False on both EFA fabrics (EFA.md, pitfalls): on {@code efa}, {@code fi_av_remove} with
-   * operations outstanding releases the peer's tx/rx entries so those operations never complete; on
-   * efa-direct the address handle is destroyed with work requests still posted, with undefined
-   * results. The worker resets the endpoint instead.
+   * <p>The delegate's, but never {@link Capability#REMOVAL_FLUSHES} on either EFA fabric (EFA.md,
+   * pitfalls): on {@code efa}, {@code fi_av_remove} with operations outstanding releases the peer's
+   * tx/rx entries so those operations never complete; on efa-direct the address handle is destroyed
+   * with work requests still posted, with undefined results. The worker resets the endpoint
+   * instead.
    */
   @Override
-  public boolean removalFlushes() {
-    return false;
+  public Set<Capability> capabilities() {
+    Set<Capability> delegated = delegate.capabilities();
+    if (!delegated.contains(Capability.REMOVAL_FLUSHES)) {
+      return delegated;
+    }
+    EnumSet<Capability> declared = EnumSet.copyOf(delegated);
+    declared.remove(Capability.REMOVAL_FLUSHES);
+    return Collections.unmodifiableSet(declared);
+  }
+
+  /** {@inheritDoc} */
+  @Override
+  public boolean wantsQuietReset() {
+    return delegate.wantsQuietReset();
+  }
+
+  /** {@inheritDoc} */
+  @Override
+  public @Nullable String peerGone(byte[] address) {
+    return delegate.peerGone(address);
   }
 
   /**
@@ -364,6 +391,12 @@ public final class EfaEndpoint implements FabricEndpoint {
     return delegate.errorText(code);
   }
 
+  /** {@inheritDoc} */
+  @Override
+  public DmaException.Reason postFailureReason(int code) {
+    return delegate.postFailureReason(code);
+  }
+
   /**
    * {@inheritDoc}
    *
@@ -383,6 +416,30 @@ public final class EfaEndpoint implements FabricEndpoint {
   @Override
   public void progress() {
     delegate.progress();
+  }
+
+  /** {@inheritDoc} */
+  @Override
+  public boolean awaitIncoming(long timeoutNanos) {
+    return delegate.awaitIncoming(timeoutNanos);
+  }
+
+  /** {@inheritDoc} */
+  @Override
+  public boolean incomingPending() {
+    return delegate.incomingPending();
+  }
+
+  /** {@inheritDoc} */
+  @Override
+  public long incomingServed() {
+    return delegate.incomingServed();
+  }
+
+  /** {@inheritDoc} */
+  @Override
+  public void wakeup() {
+    delegate.wakeup();
   }
 
   /** {@inheritDoc} */

@@ -262,8 +262,9 @@ class CompletionDeadlineTest {
 
   @Test
   void whereRemovalFlushesTheDeadlineFailsOpsThroughTheFlushWithoutAReset() throws Exception {
-    start(builder -> builder);
+    // Before the start: the worker reads what the endpoint declares once, as it starts.
     fabric.script().flushOnRemove(true);
+    start(builder -> builder);
     holdStuck();
     for (int i = 0; i < 3; i++) {
       assertTrue(service.submit(write(STUCK, stuckAd, pattern(i, 256, i))));
@@ -280,8 +281,9 @@ class CompletionDeadlineTest {
 
   @Test
   void aFlushThatNeverComesFallsBackToTheResetAfterItsGrace() throws Exception {
-    start(builder -> builder);
+    // Before the start: the worker reads what the endpoint declares once, as it starts.
     fabric.script().flushOnRemove(true);
+    start(builder -> builder);
     holdStuck();
     // A second client shares the stuck peer's entry, so releasing the first removes nothing and
     // no flush comes.

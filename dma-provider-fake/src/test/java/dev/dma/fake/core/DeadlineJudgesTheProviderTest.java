@@ -147,9 +147,10 @@ class DeadlineJudgesTheProviderTest {
               .interfaces(List.of(fabric.name()))
               .completionDeadline(DEADLINE)
               .build();
+      // Before the start: the worker reads what the endpoint declares once, as it starts.
+      fabric.script().flushOnRemove(true);
       try (FabricService<Buffer> service =
           FabricService.<Buffer>builder(configuration).completer(recorder).clock(ticker).start()) {
-        fabric.script().flushOnRemove(true);
         byte[] stuckAddress = stuck.localAddress();
         fabric.script().holdCompletions(op -> Arrays.equals(op.peer(), stuckAddress));
         // Three clients share the stuck peer's entry, so releasing one removes nothing and no

@@ -12,6 +12,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -206,6 +207,11 @@ public final class RecordingEndpoint implements FabricEndpoint {
   @Override
   public boolean requiresLocalRegistration() {
     return requiresLocalRegistration;
+  }
+
+  @Override
+  public Set<Capability> capabilities() {
+    return Set.of();
   }
 
   @Override
