@@ -27,8 +27,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>Starting one</h2>
  *
- * {@link #builder(DmaConfiguration)} takes the options of {@link FabricService.Builder} (provider,
- * checksum pool, clock, OpenTelemetry, worker-pass tracing, {@link Builder#onLocalAddressChange})
+ * {@link #builder(DmaConfiguration)} takes the options every service takes ({@link ServiceOptions}:
+ * provider, checksum pool, clock, OpenTelemetry, worker-pass tracing, {@link
+ * Builder#onLocalAddressChange}), held in one place and handed whole to every service it starts,
  * and the executor futures complete on; {@link Builder#group()} (or a striping threshold) makes it
  * run over a {@link FabricServiceGroup}, one service per device, with the group's spreading and
  * striping. A striped transfer is one future, completed once every chunk has ended; its {@link

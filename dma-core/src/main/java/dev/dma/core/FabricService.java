@@ -530,7 +530,7 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
       if (completer == null) {
         throw new NullPointerException("completer");
       }
-      FabricProvider chosen = provider != null ? provider : FabricProviders.select(configuration);
+      FabricProvider chosen = providerOrSelected();
       DmaConfiguration resolved = FabricProviders.resolve(configuration, chosen);
       ChecksumPool ownedPool =
           pool == null

@@ -181,8 +181,7 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
 
   private static <T extends Operands> FabricServiceGroup<T> start(Builder<T> builder) {
     DmaConfiguration configuration = builder.configuration;
-    FabricProvider provider =
-        builder.provider != null ? builder.provider : FabricProviders.select(configuration);
+    FabricProvider provider = builder.providerOrSelected();
     BatchCompleter<T> completer = builder.completer;
     if (completer == null) {
       throw new NullPointerException("completer");

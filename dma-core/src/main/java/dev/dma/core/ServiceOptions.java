@@ -1,7 +1,6 @@
 package dev.dma.core;
 
 import dev.dma.api.DmaConfiguration;
-import dev.dma.spi.FabricProvider;
 import io.opentelemetry.api.GlobalOpenTelemetry;
 import io.opentelemetry.api.OpenTelemetry;
 import java.util.Objects;
@@ -9,18 +8,16 @@ import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The options every service builder takes, held once: {@link FabricService.Builder}, {@link
- * FabricServiceGroup.Builder} and {@link AsyncFabricService.Builder} extend it, and a builder that
- * starts other services hands them its options whole, so an option added here reaches every service
- * a group or the futures API starts.
+ * The options every service builder takes beyond the endpoint's ({@link EndpointOptions}), held
+ * once: {@link FabricService.Builder}, {@link FabricServiceGroup.Builder} and {@link
+ * AsyncFabricService.Builder} extend it, and a builder that starts other services hands them its
+ * options whole, so an option added here reaches every service a group or the futures API starts.
  *
  * <p>Not thread-safe: one thread fills a builder and starts it. Applications do not extend it.
  *
  * @param <B> the builder's own type, which every setter returns
  */
-public abstract class ServiceOptions<B extends ServiceOptions<B>> {
-  final DmaConfiguration configuration;
-  @Nullable FabricProvider provider;
+public abstract class ServiceOptions<B extends ServiceOptions<B>> extends EndpointOptions<B> {
   @Nullable ChecksumPool pool;
   NanoClock clock = NanoClock.system();
   @Nullable OpenTelemetry openTelemetry;
@@ -28,24 +25,7 @@ public abstract class ServiceOptions<B extends ServiceOptions<B>> {
   Consumer<byte[]> addressListener = address -> {};
 
   ServiceOptions(DmaConfiguration configuration) {
-    this.configuration = Objects.requireNonNull(configuration, "configuration");
-  }
-
-  /** This builder, as its own type: every subclass is declared as its own {@code B}. */
-  @SuppressWarnings("unchecked")
-  final B self() {
-    return (B) this;
-  }
-
-  /**
-   * Uses this provider instead of selecting one by the configuration's name.
-   *
-   * @param value the provider
-   * @return this builder
-   */
-  public B provider(FabricProvider value) {
-    this.provider = Objects.requireNonNull(value, "provider");
-    return self();
+    super(configuration);
   }
 
   /**
