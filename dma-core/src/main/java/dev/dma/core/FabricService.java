@@ -35,7 +35,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The entry point: one fabric worker thread ({@code fabric-NN}) driving one endpoint (one device),
- * to which any number of threads submit RMA transfers.
+ * to which any number of threads submit RMA transfers. A {@link DmaService}, as a {@link
+ * FabricServiceGroup} of several devices is.
  *
  * <p>Every accepted transfer produces exactly one {@link dev.dma.api.Completion}, delivered to the
  * {@link BatchCompleter}: on the worker thread for plain transfers, on a {@link ChecksumPool}

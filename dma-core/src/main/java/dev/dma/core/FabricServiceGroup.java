@@ -21,7 +21,8 @@ import org.jspecify.annotations.Nullable;
 /**
  * One {@link FabricService} per device, used as one: an EFA instance has 2 to 32 EFA devices (p4d
  * 4, p5 32), and one endpoint cannot drive more than its own. Works over any provider (the fake's
- * fabrics stand in for devices in tests).
+ * fabrics stand in for devices in tests). A {@link DmaService}, as one service is, so code written
+ * against that interface runs on one device or many.
  *
  * <h2>Devices</h2>
  *
@@ -107,7 +108,10 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
   private final long stripeThresholdBytes;
   private final int stripeChunks;
 
-  /** Null when striping is off: then no request is measured, and none is striped. */
+  /**
+   * How large transfers are cut into chunks and put back together ({@link Striping}, its own file);
+   * null when striping is off: then no request is measured, and none is striped.
+   */
   private final @Nullable Striping<T> striping;
 
   // The array is read on every submit; generic arrays need the raw type once, here.
