@@ -206,7 +206,7 @@ final class Striping<T extends Operands> {
    * offer). A pool that is closing runs a job on the submitting thread; that job starts a thread of
    * its own.
    */
-  void deliverOffThread(Completion<T> completion) {
+  private void deliverOffThread(Completion<T> completion) {
     Thread submitter = Thread.currentThread();
     pool.submit(
         () -> {
@@ -236,7 +236,7 @@ final class Striping<T extends Operands> {
    * The local end of one chunk of a striped transfer: a slice of the whole operand. Its methods run
    * on the worker of the device that carries it.
    */
-  static final class Chunk implements Operands {
+  private static final class Chunk implements Operands {
     final Stripe<?> stripe;
     final int index;
     private final MemorySegment slice;
@@ -276,7 +276,7 @@ final class Striping<T extends Operands> {
    * transfer while it is still being offered, and the submitter learns when it let go last. The
    * counter's decrements publish each chunk's CRC, and the submitter's tally, to whoever ends it.
    */
-  static final class Stripe<T extends Operands> {
+  private static final class Stripe<T extends Operands> {
     final T context;
     private final TransferRequest<T> request;
     private final AtomicInteger remaining;
