@@ -11,7 +11,6 @@ import dev.dma.api.Peer;
 import dev.dma.api.TransferRequest;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricProvider;
-import io.opentelemetry.api.OpenTelemetry;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
@@ -20,7 +19,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -29,8 +27,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>Starting one</h2>
  *
- * {@link #builder(DmaConfiguration)} takes the options of {@link FabricService.Builder} (provider,
- * checksum pool, clock, OpenTelemetry, worker-pass tracing, {@link Builder#onLocalAddressChange})
+ * {@link #builder(DmaConfiguration)} takes the options every service takes ({@link ServiceOptions}:
+ * provider, checksum pool, clock, OpenTelemetry, worker-pass tracing, {@link
+ * Builder#onLocalAddressChange}), held in one place and handed whole to every service it starts,
  * and the executor futures complete on; {@link Builder#group()} (or a striping threshold) makes it
  * run over a {@link FabricServiceGroup}, one service per device, with the group's spreading and
  * striping. A striped transfer is one future, completed once every chunk has ended; its {@link
@@ -75,10 +74,23 @@ import org.jspecify.annotations.Nullable;
 public final class AsyncFabricService<T extends Operands> implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(AsyncFabricService.class.getName());
 
-  private final Target<Pending<T>> inner;
+  /**
+   * The service or group the futures run over. One interface, two implementations: the call per
+   * transfer stays bimorphic.
+   */
+  private final DmaService<Pending<T>> inner;
 
-  private AsyncFabricService(Target<Pending<T>> inner) {
+  private AsyncFabricService(DmaService<Pending<T>> inner) {
     this.inner = inner;
+  }
+
+  /**
+   * Futures over any {@link DmaService}, for a test that records what reaches the service: the
+   * requests it is offered carry the futures' own contexts, which only this class reads.
+   */
+  @SuppressWarnings("unchecked")
+  static <T extends Operands> AsyncFabricService<T> over(DmaService<? extends Operands> service) {
+    return new AsyncFabricService<>((DmaService<Pending<T>>) service);
   }
 
   /**
@@ -192,7 +204,8 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
             pending,
             request.remoteBase(),
             request.remoteLength(),
-            request.retryWrite());
+            request.retryWrite(),
+            request.peer());
     return switch (inner.offer(wrapped)) {
       case ACCEPTED -> pending.future;
       case FULL ->
@@ -202,7 +215,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
                   "the service's pending queue is full (max_pending); retry later"));
       case CLOSED ->
           CompletableFuture.failedFuture(
-              DmaException.fabric(DmaException.Reason.CLOSED, inner.closedMessage()));
+              DmaException.fabric(DmaException.Reason.CLOSED, closedMessage(inner)));
     };
   }
 
@@ -302,135 +315,15 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
   }
 
   /**
-   * What the futures run over: one service or a group. Two implementations, so the per-transfer
-   * call stays bimorphic.
+   * Why an offer answered CLOSED: the service (or a device's) was closed, or its worker failed by
+   * itself. Cold: asked only for a refusal.
    */
-  private interface Target<P extends Operands> {
-    FabricService.Offer offer(TransferRequest<P> request);
-
-    MemoryRegion register(MemorySegment segment);
-
-    Peer addPeer(long clientId, byte[] address);
-
-    void removePeer(long clientId);
-
-    List<byte[]> localAddresses();
-
-    List<String> devices();
-
-    long outstanding();
-
-    EndpointInfo endpointInfo();
-
-    /** Why an offer answered CLOSED: the service closed, or its worker failed by itself. */
-    String closedMessage();
-
-    void close();
-  }
-
-  private record One<P extends Operands>(FabricService<P> service, String device)
-      implements Target<P> {
-    @Override
-    public String closedMessage() {
-      return service.closedMessage();
-    }
-
-    @Override
-    public FabricService.Offer offer(TransferRequest<P> request) {
-      return service.offer(request);
-    }
-
-    @Override
-    public MemoryRegion register(MemorySegment segment) {
-      return service.register(segment);
-    }
-
-    @Override
-    public Peer addPeer(long clientId, byte[] address) {
-      return service.addPeer(clientId, address);
-    }
-
-    @Override
-    public void removePeer(long clientId) {
-      service.removePeer(clientId);
-    }
-
-    @Override
-    public List<byte[]> localAddresses() {
-      return List.of(service.localAddress());
-    }
-
-    @Override
-    public List<String> devices() {
-      return List.of(device);
-    }
-
-    @Override
-    public long outstanding() {
-      return service.outstanding();
-    }
-
-    @Override
-    public EndpointInfo endpointInfo() {
-      return service.endpointInfo();
-    }
-
-    @Override
-    public void close() {
-      service.close();
-    }
-  }
-
-  private record Many<P extends Operands>(FabricServiceGroup<P> group) implements Target<P> {
-    @Override
-    public String closedMessage() {
-      return group.closedMessage();
-    }
-
-    @Override
-    public FabricService.Offer offer(TransferRequest<P> request) {
-      return group.offer(request);
-    }
-
-    @Override
-    public MemoryRegion register(MemorySegment segment) {
-      return group.register(segment);
-    }
-
-    @Override
-    public Peer addPeer(long clientId, byte[] address) {
-      return group.addPeer(clientId, address);
-    }
-
-    @Override
-    public void removePeer(long clientId) {
-      group.removePeer(clientId);
-    }
-
-    @Override
-    public List<byte[]> localAddresses() {
-      return group.localAddresses();
-    }
-
-    @Override
-    public List<String> devices() {
-      return group.devices();
-    }
-
-    @Override
-    public long outstanding() {
-      return group.outstanding();
-    }
-
-    @Override
-    public EndpointInfo endpointInfo() {
-      return group.services().getFirst().endpointInfo();
-    }
-
-    @Override
-    public void close() {
-      group.close();
-    }
+  private static String closedMessage(DmaService<?> service) {
+    return switch (service) {
+      case FabricService<?> one -> one.closedMessage();
+      case FabricServiceGroup<?> group -> group.closedMessage();
+      default -> FabricService.SERVICE_CLOSED;
+    };
   }
 
   /**
@@ -440,93 +333,12 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
    *
    * @param <T> the caller context type
    */
-  public static final class Builder<T extends Operands> {
-    private final DmaConfiguration configuration;
-    private @Nullable FabricProvider provider;
-    private @Nullable ChecksumPool pool;
-    private NanoClock clock = NanoClock.system();
-    private @Nullable OpenTelemetry openTelemetry;
-    private boolean traceWorkerPasses;
-    private Consumer<byte[]> addressListener = address -> {};
+  public static final class Builder<T extends Operands> extends GroupOptions<Builder<T>> {
     private Executor executor = ForkJoinPool.commonPool();
     private boolean group;
-    private long stripeThresholdBytes;
-    private int stripeChunks;
 
     private Builder(DmaConfiguration configuration) {
-      this.configuration = Objects.requireNonNull(configuration, "configuration");
-    }
-
-    /**
-     * Uses this provider instead of selecting one by the configuration's name.
-     *
-     * @param value the provider
-     * @return this builder
-     */
-    public Builder<T> provider(FabricProvider value) {
-      this.provider = Objects.requireNonNull(value, "provider");
-      return this;
-    }
-
-    /**
-     * Shares a checksum pool, which the caller keeps and closes afterwards; by default the service
-     * (or group) creates and closes its own.
-     *
-     * @param value the pool
-     * @return this builder
-     */
-    public Builder<T> checksumPool(ChecksumPool value) {
-      this.pool = Objects.requireNonNull(value, "checksumPool");
-      return this;
-    }
-
-    /**
-     * Sets the clock of the completion and progress deadlines, as {@link
-     * FabricService.Builder#clock}.
-     *
-     * @param value the clock
-     * @return this builder
-     */
-    public Builder<T> clock(NanoClock value) {
-      this.clock = Objects.requireNonNull(value, "clock");
-      return this;
-    }
-
-    /**
-     * Sets where spans and metrics go, as {@link FabricService.Builder#openTelemetry}; by default
-     * {@link io.opentelemetry.api.GlobalOpenTelemetry}.
-     *
-     * @param value the application's OpenTelemetry
-     * @return this builder
-     */
-    public Builder<T> openTelemetry(OpenTelemetry value) {
-      this.openTelemetry = Objects.requireNonNull(value, "openTelemetry");
-      return this;
-    }
-
-    /**
-     * Records a span per worker pass, as {@link FabricService.Builder#traceWorkerPasses}.
-     *
-     * @param value whether to trace worker passes
-     * @return this builder
-     */
-    public Builder<T> traceWorkerPasses(boolean value) {
-      this.traceWorkerPasses = value;
-      return this;
-    }
-
-    /**
-     * Tells {@code value} an endpoint's new address after a reset changed it, as {@link
-     * FabricService.Builder#onLocalAddressChange} (over a group, {@link
-     * FabricServiceGroup.Builder#onLocalAddressChange}): on that endpoint's worker thread, so it
-     * must not block or call back into the service.
-     *
-     * @param value the listener
-     * @return this builder
-     */
-    public Builder<T> onLocalAddressChange(Consumer<byte[]> value) {
-      this.addressListener = Objects.requireNonNull(value, "onLocalAddressChange");
-      return this;
+      super(configuration);
     }
 
     /**
@@ -554,41 +366,6 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
     }
 
     /**
-     * Runs over a group (as {@link #group()}) that stripes transfers of at least this many bytes
-     * over its devices, as {@link FabricServiceGroup.Builder#stripeThresholdBytes}; 0 turns
-     * striping off.
-     *
-     * @param value the threshold in bytes, at least 0
-     * @return this builder
-     * @throws IllegalArgumentException if negative
-     */
-    public Builder<T> stripeThresholdBytes(long value) {
-      if (value < 0) {
-        throw new IllegalArgumentException("stripeThresholdBytes is negative: " + value);
-      }
-      this.stripeThresholdBytes = value;
-      this.group = true;
-      return this;
-    }
-
-    /**
-     * Runs over a group (as {@link #group()}) that splits a striped transfer into this many chunks,
-     * as {@link FabricServiceGroup.Builder#stripeChunks}; 0 means one per device.
-     *
-     * @param value the chunk count, at least 0
-     * @return this builder
-     * @throws IllegalArgumentException if negative
-     */
-    public Builder<T> stripeChunks(int value) {
-      if (value < 0) {
-        throw new IllegalArgumentException("stripeChunks is negative: " + value);
-      }
-      this.stripeChunks = value;
-      this.group = true;
-      return this;
-    }
-
-    /**
      * Starts the service, or every service of the group, and blocks until their endpoints are open.
      *
      * @return the running service
@@ -598,47 +375,16 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
     public AsyncFabricService<T> start() {
       Executor completing = executor;
       BatchCompleter<Pending<T>> completer = batch -> deliver(batch, completing);
-      if (group) {
-        FabricServiceGroup.Builder<Pending<T>> builder =
-            FabricServiceGroup.<Pending<T>>builder(configuration)
-                .completer(completer)
-                .clock(clock)
-                .traceWorkerPasses(traceWorkerPasses)
-                .onLocalAddressChange(addressListener)
-                .stripeThresholdBytes(stripeThresholdBytes)
-                .stripeChunks(stripeChunks);
-        if (provider != null) {
-          builder.provider(provider);
-        }
-        if (pool != null) {
-          builder.checksumPool(pool);
-        }
-        if (openTelemetry != null) {
-          builder.openTelemetry(openTelemetry);
-        }
-        return new AsyncFabricService<>(new Many<>(builder.start()));
-      }
-      FabricService.Builder<Pending<T>> builder =
-          FabricService.<Pending<T>>builder(configuration)
-              .completer(completer)
-              .clock(clock)
-              .traceWorkerPasses(traceWorkerPasses)
-              .onLocalAddressChange(addressListener);
-      if (provider != null) {
-        builder.provider(provider);
-      }
-      if (pool != null) {
-        builder.checksumPool(pool);
-      }
-      if (openTelemetry != null) {
-        builder.openTelemetry(openTelemetry);
-      }
-      FabricService<Pending<T>> service = builder.start();
-      String device =
-          configuration.interfaces().isEmpty()
-              ? service.providerName()
-              : configuration.interfaces().getFirst();
-      return new AsyncFabricService<>(new One<>(service, device));
+      // Every option set here reaches every service started, through the one options holder.
+      DmaService<Pending<T>> inner =
+          group || stripingSet
+              ? copyGroupTo(FabricServiceGroup.<Pending<T>>builder(configuration))
+                  .completer(completer)
+                  .start()
+              : copyTo(FabricService.<Pending<T>>builder(configuration))
+                  .completer(completer)
+                  .start();
+      return new AsyncFabricService<>(inner);
     }
   }
 

@@ -20,11 +20,11 @@ import dev.dma.core.internal.regions.RegionRegistry;
 import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
-import io.opentelemetry.api.GlobalOpenTelemetry;
 import io.opentelemetry.api.OpenTelemetry;
 import io.opentelemetry.context.Context;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -35,7 +35,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The entry point: one fabric worker thread ({@code fabric-NN}) driving one endpoint (one device),
- * to which any number of threads submit RMA transfers.
+ * to which any number of threads submit RMA transfers. A {@link DmaService}, as a {@link
+ * FabricServiceGroup} of several devices is.
  *
  * <p>Every accepted transfer produces exactly one {@link dev.dma.api.Completion}, delivered to the
  * {@link BatchCompleter}: on the worker thread for plain transfers, on a {@link ChecksumPool}
@@ -61,7 +62,7 @@ import org.jspecify.annotations.Nullable;
  *
  * @param <T> the caller context type
  */
-public final class FabricService<T extends Operands> implements AutoCloseable {
+public final class FabricService<T extends Operands> implements DmaService<T> {
   private static final System.Logger LOG = System.getLogger(FabricService.class.getName());
 
   /** Process-wide worker numbering: fabric-00, fabric-01, ... */
@@ -93,20 +94,6 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    */
   static final String SERVICE_CLOSED = "the service is closed";
 
-  /** What {@link #offer} says about a transfer. */
-  public enum Offer {
-    /** Queued; its completion will come. The request's context belongs to the service. */
-    ACCEPTED,
-    /**
-     * Refused: {@code max_pending} transfers beyond the in-flight cap are already outstanding
-     * (accepted, not yet completed). The request stays the caller's; retry once completions have
-     * come, or shed load.
-     */
-    FULL,
-    /** Refused: the service is closed or its worker is gone. The request stays the caller's. */
-    CLOSED
-  }
-
   private final WorkerChannel channel;
   private final AtomicLong outstanding;
   private final Thread worker;
@@ -116,6 +103,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   private final EndpointInfo endpointInfo;
   private final int inFlightCap;
   private final String providerName;
+  private final String device;
   private final Function<byte[], String> peerText;
   private final boolean tracing;
   private final Duration closeTimeout;
@@ -130,6 +118,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       @Nullable ChecksumPool ownedPool,
       Ready ready,
       String providerName,
+      String device,
       boolean tracing,
       Duration closeTimeout,
       AtomicReference<byte[]> localAddress,
@@ -145,6 +134,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
     this.endpointInfo = ready.info();
     this.inFlightCap = ready.cap();
     this.providerName = providerName;
+    this.device = device;
     this.peerText = ready.peerText();
   }
 
@@ -209,10 +199,32 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
+   * The endpoint's current address, as the one element of a list ({@link #localAddress()}).
+   *
+   * @return a fresh copy
+   */
+  @Override
+  public List<byte[]> localAddresses() {
+    return List.of(localAddress());
+  }
+
+  /**
+   * The one device this service runs on: the one it pinned ({@code interfaces[0]}), or its
+   * provider's name when none was configured.
+   *
+   * @return the name, as a one-element list
+   */
+  @Override
+  public List<String> devices() {
+    return List.of(device);
+  }
+
+  /**
    * What the endpoint turned out to be.
    *
    * @return the endpoint's description, captured at start
    */
+  @Override
   public EndpointInfo endpointInfo() {
     return endpointInfo;
   }
@@ -241,6 +253,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    *
    * @return the count
    */
+  @Override
   public long outstanding() {
     return outstanding.get();
   }
@@ -268,6 +281,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    * @param request the transfer
    * @return whether it was accepted, and if not, why
    */
+  @Override
   public Offer offer(TransferRequest<T> request) {
     Offer room = takeRoom();
     return room == Offer.ACCEPTED ? offerReserved(request) : room;
@@ -315,17 +329,6 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * Submits a transfer as {@link #offer} does, for callers that need only a yes or no.
-   *
-   * @param request the transfer
-   * @return {@code true} when accepted; {@code false} when the pending queue is full or the service
-   *     is closed, in which case the request, context included, stays the caller's
-   */
-  public boolean submit(TransferRequest<T> request) {
-    return offer(request) == Offer.ACCEPTED;
-  }
-
-  /**
    * Pins native memory in this service's registration cache, so operands inside it are cache hits.
    * A no-op pin (still returning a region) on providers that need no local registration. Blocks
    * until the worker registered it.
@@ -337,6 +340,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    *     or an overflowing range; {@link DmaException.Reason#CLOSED} once the service is closed or
    *     its worker is gone; the provider's reason for a failed registration
    */
+  @Override
   public MemoryRegion register(MemorySegment segment) {
     refuseOnWorker("register");
     if (!segment.isNative()) {
@@ -376,6 +380,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    *     this provider's (wrong length or form); {@link DmaException.Reason#CLOSED} once the service
    *     is closed or its worker is gone; the provider's reason for an address it refuses
    */
+  @Override
   public Peer addPeer(long clientId, byte[] address) {
     BoundPeer peer = new BoundPeer(clientId, address);
     addPeer(peer);
@@ -411,6 +416,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
    *
    * @param clientId the client
    */
+  @Override
   public void removePeer(long clientId) {
     channel.offer(new Commands.RemovePeer(clientId));
   }
@@ -487,40 +493,19 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
 
   /** What the worker reports once its endpoint is open. */
   private record Ready(
-      byte[] address,
-      EndpointInfo info,
-      int cap,
-      boolean tracing,
-      Function<byte[], String> peerText) {}
+      EndpointInfo info, int cap, boolean tracing, Function<byte[], String> peerText) {}
 
   /**
-   * Builds and starts a {@link FabricService}. Not thread-safe.
+   * Builds and starts a {@link FabricService}: the options every service takes ({@link
+   * ServiceOptions}) and the completer. Not thread-safe.
    *
    * @param <T> the caller context type
    */
-  public static final class Builder<T extends Operands> {
-    private final DmaConfiguration configuration;
-    private @Nullable FabricProvider provider;
+  public static final class Builder<T extends Operands> extends ServiceOptions<Builder<T>> {
     private @Nullable BatchCompleter<T> completer;
-    private @Nullable ChecksumPool pool;
-    private NanoClock clock = NanoClock.system();
-    private @Nullable OpenTelemetry openTelemetry;
-    private boolean traceWorkerPasses;
-    private Consumer<byte[]> addressListener = address -> {};
 
     private Builder(DmaConfiguration configuration) {
-      this.configuration = configuration;
-    }
-
-    /**
-     * Uses this provider instead of selecting one by the configuration's name.
-     *
-     * @param value the provider
-     * @return this builder
-     */
-    public Builder<T> provider(FabricProvider value) {
-      this.provider = value;
-      return this;
+      super(configuration);
     }
 
     /**
@@ -531,68 +516,6 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
      */
     public Builder<T> completer(BatchCompleter<T> value) {
       this.completer = value;
-      return this;
-    }
-
-    /**
-     * Shares a checksum pool, which the caller keeps and closes after the service; by default the
-     * service creates and closes its own.
-     *
-     * @param value the pool
-     * @return this builder
-     */
-    public Builder<T> checksumPool(ChecksumPool value) {
-      this.pool = value;
-      return this;
-    }
-
-    /**
-     * Sets the clock of the completion and progress deadlines; by default {@link
-     * NanoClock#system()} (tests step one by hand).
-     *
-     * @param value the clock
-     * @return this builder
-     */
-    public Builder<T> clock(NanoClock value) {
-      this.clock = Objects.requireNonNull(value, "clock");
-      return this;
-    }
-
-    /**
-     * Sets where spans and metrics go; by default {@link GlobalOpenTelemetry}, which records
-     * nothing (at no cost per transfer) until the application installs an SDK.
-     *
-     * @param value the application's OpenTelemetry
-     * @return this builder
-     */
-    public Builder<T> openTelemetry(OpenTelemetry value) {
-      this.openTelemetry = value;
-      return this;
-    }
-
-    /**
-     * Records a {@code dma.worker_pass} span for every worker pass that moved something: a debug
-     * aid with a real cost, off by default.
-     *
-     * @param value whether to trace worker passes
-     * @return this builder
-     */
-    public Builder<T> traceWorkerPasses(boolean value) {
-      this.traceWorkerPasses = value;
-      return this;
-    }
-
-    /**
-     * Tells {@code value} the endpoint's new address whenever the worker reset the endpoint (to
-     * recover from lost completions) and its address changed, so clients that insert the server's
-     * address (efa-direct targets) can insert the new one. Runs on the worker thread: it must not
-     * block or call back into the service.
-     *
-     * @param value the listener
-     * @return this builder
-     */
-    public Builder<T> onLocalAddressChange(Consumer<byte[]> value) {
-      this.addressListener = value;
       return this;
     }
 
@@ -608,7 +531,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
       if (completer == null) {
         throw new NullPointerException("completer");
       }
-      FabricProvider chosen = provider != null ? provider : FabricProviders.select(configuration);
+      FabricProvider chosen = providerOrSelected();
       DmaConfiguration resolved = FabricProviders.resolve(configuration, chosen);
       ChecksumPool ownedPool =
           pool == null
@@ -654,6 +577,9 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
           ownedPool,
           answer,
           chosen.name(),
+          configuration.interfaces().isEmpty()
+              ? chosen.name()
+              : configuration.interfaces().getFirst(),
           answer.tracing(),
           resolved.closeTimeout(),
           address,
@@ -680,7 +606,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
           LocalRegions regions =
               new LocalRegions(endpoint, RegionRegistry.global(), configuration.maxPinnedBytes());
           PeerTable peers = new PeerTable(endpoint);
-          OpenTelemetry otel = openTelemetry != null ? openTelemetry : GlobalOpenTelemetry.get();
+          OpenTelemetry otel = openTelemetryOrGlobal();
           String device =
               configuration.interfaces().isEmpty()
                   ? info.provider()
@@ -704,9 +630,7 @@ public final class FabricService<T extends Operands> implements AutoCloseable {
                     listener.accept(changed.clone());
                   },
                   telemetry);
-          ready.send(
-              new Ready(
-                  address, info, fabricWorker.cap(), telemetry.tracing(), endpoint::peerText));
+          ready.send(new Ready(info, fabricWorker.cap(), telemetry.tracing(), endpoint::peerText));
         } catch (Throwable setupFailure) {
           endpoint.close();
           throw setupFailure;

@@ -185,25 +185,15 @@ public final class PassiveTarget implements AutoCloseable {
     return new Builder(configuration);
   }
 
-  /** Builds and starts a {@link PassiveTarget}. Not thread-safe. */
-  public static final class Builder {
-    private final DmaConfiguration configuration;
-    private @Nullable FabricProvider provider;
+  /**
+   * Builds and starts a {@link PassiveTarget}: the endpoint's options ({@link EndpointOptions}) and
+   * the idle bound. Not thread-safe.
+   */
+  public static final class Builder extends EndpointOptions<Builder> {
     private @Nullable Duration idle;
 
     private Builder(DmaConfiguration configuration) {
-      this.configuration = Objects.requireNonNull(configuration, "configuration");
-    }
-
-    /**
-     * Uses this provider instead of selecting one by the configuration's name.
-     *
-     * @param value the provider
-     * @return this builder
-     */
-    public Builder provider(FabricProvider value) {
-      this.provider = Objects.requireNonNull(value, "provider");
-      return this;
+      super(configuration);
     }
 
     /**
@@ -226,7 +216,7 @@ public final class PassiveTarget implements AutoCloseable {
      *     the configuration; the provider's reason when the endpoint fails to open
      */
     public PassiveTarget start() {
-      FabricProvider chosen = provider != null ? provider : FabricProviders.select(configuration);
+      FabricProvider chosen = providerOrSelected();
       DmaConfiguration resolved = FabricProviders.resolve(configuration, chosen);
       return PassiveTarget.start(
           chosen, resolved, idle != null ? idle : configuration.targetIdle());

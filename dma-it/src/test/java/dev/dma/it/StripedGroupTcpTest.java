@@ -127,11 +127,13 @@ class StripedGroupTcpTest {
       assertEquals(before, Checksums.crc32c(remote), "the target is untouched");
       DmaException error = refused.outcome().error();
       assertEquals(DmaException.Reason.BAD_REQUEST, error.reason());
-      assertEquals(request.outOfBoundsReason(length), error.getMessage());
-      assertEquals(
-          true,
-          error.getMessage().startsWith("transfer of " + length + " bytes"),
-          error.getMessage());
+      // The plain path's text: the client and its address (tcp renders it host:port) first.
+      String prefix = "client 1 at 127.0.0.1:";
+      String message = error.getMessage();
+      assertEquals(true, message.startsWith(prefix), message);
+      String rest = message.substring(message.indexOf(": ", prefix.length()) + 2);
+      assertEquals(request.outOfBoundsReason(length), rest);
+      assertEquals(true, rest.startsWith("transfer of " + length + " bytes"), message);
 
       // A good write after it still lands, so the refusal's silence is not a dead connection.
       MemorySegment fits = local.asSlice(0, advertised);

@@ -2,6 +2,7 @@ package dev.dma.fake.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
@@ -13,6 +14,7 @@ import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
+import dev.dma.core.FabricServiceGroup;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import java.lang.foreign.Arena;
@@ -144,6 +146,66 @@ class UserCallbackErrorTest {
         assertEquals(-1, remote.asSlice(0, 64).mismatch(good));
         assertTrue(service.isRunning());
         assertEquals(0, service.outstanding());
+      }
+      target.close();
+    }
+  }
+
+  /**
+   * The group's striping path asks a striped read's {@code allocate()} itself, on the submitting
+   * thread: an Error from it fails that transfer only, as on the plain path (BAD_REQUEST naming the
+   * Error, exactly one completion, every chunk's room given back), and the group serves the next
+   * transfer. Before the intake was shared, the group caught RuntimeException only: the Error
+   * escaped offer(), no completion came and outstanding() stayed at 2.
+   */
+  @Test
+  @Timeout(60)
+  void anErrorFromAStripedReadsAllocateFailsThatTransferOnly() throws Exception {
+    Recorder<Throwing> recorder = new Recorder<>();
+    try (FakeFabric fabric = FakeFabric.create("striped-allocate-error");
+        Arena arena = Arena.ofShared()) {
+      FakeEndpoint target = fabric.openEndpoint();
+      MemorySegment remote = arena.allocate(8192, 4096);
+      Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
+      String device = fabric.name();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder().providers("fake").interfaces(List.of(device, device)).build();
+      try (FabricServiceGroup<Throwing> group =
+          FabricServiceGroup.<Throwing>builder(configuration)
+              .completer(recorder)
+              .stripeThresholdBytes(1)
+              .stripeChunks(2)
+              .start()) {
+        OutOfMemoryError oom = new OutOfMemoryError("Cannot reserve 8192 bytes of direct memory");
+        Throwing failing = new Throwing(1, arena.allocate(8192, 4096), oom, null, null);
+        FabricService.Offer offered;
+        try {
+          offered = group.offer(TransferRequest.read(1, ad, 8192, failing));
+        } catch (Throwable escaped) {
+          // Caught here, not by JUnit, which rethrows an OutOfMemoryError past the test.
+          throw new AssertionError("the striped offer threw: " + escaped, escaped);
+        }
+        assertEquals(FabricService.Offer.ACCEPTED, offered);
+        Completion<Throwing> refused = recorder.take();
+        assertEquals(1, refused.context().id);
+        DmaException error = refused.outcome().error();
+        assertEquals(DmaException.Reason.BAD_REQUEST, error.reason(), error.getMessage());
+        assertEquals("the caller context failed to supply its operand: " + oom, error.getMessage());
+        assertEquals(oom, error.getCause());
+        assertEquals(0, refused.posts());
+        assertEquals(2, refused.chunks());
+        assertEquals(0, group.outstanding(), "every chunk's room was given back");
+        assertNull(recorder.poll(200), "exactly one completion");
+
+        // The group still serves, striped: a good read lands both chunks.
+        remote.fill((byte) 0x5a);
+        MemorySegment landing = arena.allocate(8192, 4096);
+        assertTrue(group.submit(TransferRequest.read(1, ad, 8192, Throwing.plain(2, landing))));
+        Completion<Throwing> done = recorder.take();
+        assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
+        assertEquals(2, done.chunks());
+        assertEquals(-1, landing.mismatch(remote));
+        assertEquals(0, group.outstanding());
       }
       target.close();
     }
