@@ -17,14 +17,14 @@ class WorkerPiecesTest {
   }
 
   @Test
-  void idleYieldsWhenEverythingPendingIsStalled() {
-    assertEquals(Idle.YIELD, Idle.decide(0, 5, 0, false));
+  void idleBacksOffWhenEverythingPendingIsStalled() {
+    assertEquals(Idle.BACK_OFF, Idle.decide(0, 5, 0, false));
   }
 
   @Test
-  void idleSpinsWhileOpsAreInFlightAndNothingMoved() {
-    assertEquals(Idle.SPIN, Idle.decide(2, 0, 0, false));
-    assertEquals(Idle.SPIN, Idle.decide(2, 7, 0, false));
+  void idleBacksOffWhileOpsAreInFlightAndNothingMoved() {
+    assertEquals(Idle.BACK_OFF, Idle.decide(2, 0, 0, false));
+    assertEquals(Idle.BACK_OFF, Idle.decide(2, 7, 0, false));
   }
 
   @Test
