@@ -193,4 +193,13 @@ public final class WorkerChannel {
   public long closeDeadlineNanos() {
     return closeDeadlineNanos;
   }
+
+  /**
+   * Whether the closer bounded its wait and the bound has passed. Worker only.
+   *
+   * @return whether {@link #close(long)}'s deadline is set and past
+   */
+  public boolean closeDeadlinePassed() {
+    return closeDeadlineSet && System.nanoTime() - closeDeadlineNanos >= 0;
+  }
 }

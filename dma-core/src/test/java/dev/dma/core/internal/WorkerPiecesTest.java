@@ -34,6 +34,17 @@ class WorkerPiecesTest {
   }
 
   @Test
+  void theChecksumFlushPredicate() {
+    // Flushes a partial batch before parking: the batch would otherwise wait for an unrelated
+    // message to wake the worker.
+    assertTrue(ChecksumBatch.shouldFlush(1, 0, true, true));
+    assertTrue(ChecksumBatch.shouldFlush(FabricWorker.TARGET_COMPLETIONS, 4, true, false));
+    assertTrue(ChecksumBatch.shouldFlush(1, 0, false, false));
+    assertFalse(ChecksumBatch.shouldFlush(1, 1, true, false));
+    assertFalse(ChecksumBatch.shouldFlush(0, 0, false, true));
+  }
+
+  @Test
   void durationsReadLikeTheOriginalMessages() {
     assertEquals("1s", DurationFormat.format(Duration.ofSeconds(1)));
     assertEquals("1.5s", DurationFormat.format(Duration.ofMillis(1500)));

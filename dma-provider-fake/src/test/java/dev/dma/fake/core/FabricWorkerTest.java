@@ -532,17 +532,6 @@ class FabricWorkerTest {
   }
 
   @Test
-  void theChecksumFlushPredicate() {
-    // Flushes a partial batch before parking: the batch would otherwise wait for an unrelated
-    // message to wake the worker.
-    assertTrue(FabricWorker.shouldFlushChecksums(1, 0, true, true));
-    assertTrue(FabricWorker.shouldFlushChecksums(FabricWorker.TARGET_COMPLETIONS, 4, true, false));
-    assertTrue(FabricWorker.shouldFlushChecksums(1, 0, false, false));
-    assertFalse(FabricWorker.shouldFlushChecksums(1, 1, true, false));
-    assertFalse(FabricWorker.shouldFlushChecksums(0, 0, false, true));
-  }
-
-  @Test
   void theInFlightCap() {
     assertEquals(64, FabricWorker.inFlightCap(64, 0));
     assertEquals(16, FabricWorker.inFlightCap(64, 16));

@@ -271,17 +271,20 @@ public final class PeerTable {
    *     FabricEndpoint#insertPeer}, as {@link #handle}; nothing is vouched for then
    */
   public long advertise(BoundPeer peer) {
-    long clientId = peer.clientId();
-    byte[] address = peer.addressBytes();
-    Entry current = byClient.get(clientId);
-    long handle =
-        current != null && Arrays.equals(current.address, address)
-            ? current.handle
-            : slowHandle(clientId, address, current, true);
-    if (vouchable(clientId)) {
-      vouch(clientId, peer, handle);
+    long handle = advertised(peer.clientId(), peer.addressBytes());
+    if (vouchable(peer.clientId())) {
+      vouch(peer.clientId(), peer, handle);
     }
     return handle;
+  }
+
+  /** Makes {@code address} the client's current address, winning over anything seen before. */
+  private long advertised(long clientId, byte[] address) {
+    Entry current = byClient.get(clientId);
+    if (current != null && Arrays.equals(current.address, address)) {
+      return current.handle;
+    }
+    return slowHandle(clientId, address, current, true);
   }
 
   /**
@@ -627,7 +630,7 @@ public final class PeerTable {
         }
         try {
           // Its own address, so advertised: current by definition, never stale.
-          advertise(clientId, entry.address);
+          advertised(clientId, entry.address);
           Entry fresh = byClient.get(clientId);
           if (fresh != null && fresh.older == null) {
             fresh.older = entry.older;

@@ -174,7 +174,8 @@ class PeerTableTest {
     table.handle(2, tcp(9001), null); // inserting sweeps
     assertEquals(2, table.indexSize());
     assertEquals(PeerTable.SWEEP_FLOOR, table.sweepThreshold());
-    assertEquals(live, table.handle(3, tcp(9000), null), "the live entry is still found by identity");
+    assertEquals(
+        live, table.handle(3, tcp(9000), null), "the live entry is still found by identity");
     assertEquals(2, endpoint.inserted().size());
   }
 
@@ -228,7 +229,8 @@ class PeerTableTest {
       assertEquals("efa address is " + length + " bytes, not 32", rejected.getMessage());
       assertEquals(DmaException.Kind.FABRIC, rejected.kind());
     }
-    assertEquals(handle, table.handle(1, efa(7, 1), null), "a rejected address leaves the entry alone");
+    assertEquals(
+        handle, table.handle(1, efa(7, 1), null), "a rejected address leaves the entry alone");
     assertEquals(1, endpoint.inserted().size());
     table.handle(2, new byte[32], null);
   }
@@ -457,7 +459,8 @@ class PeerTableTest {
     long first = table.handle(1, tcp(9000), null);
     table.handle(1, tcp(9001), null);
     assertTrue(table.hasRetired());
-    assertEquals(first, table.handle(2, tcp(9000), null), "the retired entry is still in the vector");
+    assertEquals(
+        first, table.handle(2, tcp(9000), null), "the retired entry is still in the vector");
     assertFalse(table.hasRetired());
     assertEquals(2, endpoint.inserted().size());
     busy.clear();
@@ -472,7 +475,8 @@ class PeerTableTest {
     table.deferRemovalWhile(busy::contains);
     long shared = table.handle(1, tcp(9000), null);
     table.handle(2, tcp(9000), null);
-    table.handle(1, tcp(9001), null); // client 1 moves with transfers still posted on the shared entry
+    table.handle(
+        1, tcp(9001), null); // client 1 moves with transfers still posted on the shared entry
     table.release(2);
     assertEquals(List.of(), endpoint.removed());
     busy.clear();
