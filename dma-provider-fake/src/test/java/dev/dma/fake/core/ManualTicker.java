@@ -15,6 +15,11 @@ final class ManualTicker implements NanoClock {
     return nanos.get();
   }
 
+  /** How many times the clock was read, for a harness that waits for the worker's next read. */
+  long reads() {
+    return reads.get();
+  }
+
   void advance(Duration duration) {
     nanos.addAndGet(duration.toNanos());
   }

@@ -1,0 +1,219 @@
+package dev.dma.fake.core;
+
+import dev.dma.api.BatchCompleter;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.Operands;
+import dev.dma.api.Peer;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.ChecksumPool;
+import dev.dma.core.FabricProviders;
+import dev.dma.core.NanoClock;
+import dev.dma.core.internal.Commands;
+import dev.dma.core.internal.FabricWorker;
+import dev.dma.core.internal.Reply;
+import dev.dma.core.internal.Telemetry;
+import dev.dma.core.internal.WorkerChannel;
+import dev.dma.core.internal.peers.BoundPeer;
+import dev.dma.core.internal.peers.PeerTable;
+import dev.dma.core.internal.regions.LocalRegions;
+import dev.dma.core.internal.regions.RegionRegistry;
+import dev.dma.spi.FabricEndpoint;
+import dev.dma.spi.FabricProvider;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A fabric worker stepped on the test's own thread, as Agrona's {@code AgentInvoker} steps an
+ * agent: the test calls {@link #step()} (one {@link FabricWorker#doWork()}) and asserts between
+ * steps, with the clock a {@link ManualTicker} it advances by hand, so nothing it asserts depends
+ * on when another thread runs. Submits and commands go through the worker's real {@link
+ * WorkerChannel}, as {@code FabricService}'s do; a command's reply is answered by the step that
+ * takes it in. The endpoint comes from the provider the configuration names (the fake).
+ *
+ * <p>Waits are bounded in passes, not time: {@link #stepUntil} fails after {@link #MAX_PASSES}.
+ * Checksummed completions still finish on pool threads; a {@link Recorder} stepped by this harness
+ * ({@link Recorder#steppedBy}) waits for those in time, bounded too.
+ *
+ * <p>Threads: the thread that started it, only (it is the worker's thread). {@link #close()} closes
+ * the channel, steps the worker until it is finished, shuts it down (closing the endpoint) and
+ * closes the checksum pool it made.
+ *
+ * @param <T> the caller context type
+ */
+final class SteppedWorker<T extends Operands> implements AutoCloseable {
+  /** Passes a wait steps at most before it fails: far more than any test here needs. */
+  static final int MAX_PASSES = 2_000_000;
+
+  /**
+   * Passes {@link #stepQuietly()} steps: several reads of the worker's coarse clock (every 64
+   * passes), so that a deadline the clock has reached is judged and what it finishes is delivered.
+   */
+  static final int QUIET_PASSES = 512;
+
+  private final WorkerChannel channel;
+  private final FabricWorker<T> worker;
+  private final ChecksumPool pool;
+  private final AtomicLong outstanding;
+  private final AtomicReference<byte[]> localAddress;
+  private final Thread owner = Thread.currentThread();
+  private boolean shutDown;
+
+  private SteppedWorker(
+      WorkerChannel channel,
+      FabricWorker<T> worker,
+      ChecksumPool pool,
+      AtomicLong outstanding,
+      AtomicReference<byte[]> localAddress) {
+    this.outstanding = outstanding;
+    this.channel = channel;
+    this.worker = worker;
+    this.pool = pool;
+    this.localAddress = localAddress;
+  }
+
+  /**
+   * A worker over the endpoint the configuration's provider opens, stepped by the calling thread.
+   *
+   * @param configuration the configuration (its deadlines, caps and provider)
+   * @param completer receives every completion
+   * @param clock the worker's clock, usually a {@link ManualTicker}
+   */
+  static <T extends Operands> SteppedWorker<T> start(
+      DmaConfiguration configuration, BatchCompleter<T> completer, NanoClock clock) {
+    FabricProvider provider = FabricProviders.select(configuration);
+    DmaConfiguration resolved = FabricProviders.resolve(configuration, provider);
+    WorkerChannel channel = new WorkerChannel(1 << 16);
+    channel.bind(Thread.currentThread());
+    FabricEndpoint endpoint = provider.open(resolved);
+    AtomicReference<byte[]> address = new AtomicReference<>(endpoint.localAddress());
+    ChecksumPool pool = new ChecksumPool(resolved.crcPoolThreads(), resolved.closeTimeout());
+    AtomicLong outstanding = new AtomicLong();
+    FabricWorker<T> worker =
+        new FabricWorker<>(
+            endpoint,
+            new LocalRegions(endpoint, RegionRegistry.global(), resolved.maxPinnedBytes()),
+            new PeerTable(endpoint),
+            channel,
+            completer,
+            pool,
+            outstanding,
+            clock,
+            resolved.maxInFlight(),
+            resolved.progressDeadline(),
+            resolved.completionDeadline(),
+            address::set,
+            Telemetry.OFF);
+    return new SteppedWorker<>(channel, worker, pool, outstanding, address);
+  }
+
+  /**
+   * One pass of the worker's duty cycle.
+   *
+   * @return its work count
+   */
+  int step() {
+    if (Thread.currentThread() != owner) {
+      throw new IllegalStateException("a stepped worker is stepped by the thread that started it");
+    }
+    return worker.doWork();
+  }
+
+  /** Steps until {@code condition} holds, at most {@link #MAX_PASSES} passes. */
+  void stepUntil(BooleanSupplier condition, String what) {
+    for (int pass = 0; !condition.getAsBoolean(); pass++) {
+      if (pass >= MAX_PASSES) {
+        throw new AssertionError(what + " not within " + MAX_PASSES + " worker passes");
+      }
+      step();
+    }
+  }
+
+  /** Steps {@link #QUIET_PASSES} passes: long enough for anything due at the current time. */
+  void stepQuietly() {
+    for (int pass = 0; pass < QUIET_PASSES; pass++) {
+      step();
+    }
+  }
+
+  /**
+   * Advances {@code ticker}, then steps until the worker has read it: its coarse clock is read
+   * every few dozen passes, and an op posted right after a jump of the clock could otherwise be
+   * stamped with the reading from before it.
+   */
+  void advanceAndRead(ManualTicker ticker, Duration duration) {
+    long before = ticker.reads();
+    ticker.advance(duration);
+    stepUntil(() -> ticker.reads() != before, "a read of the clock");
+  }
+
+  /**
+   * Submits through the worker's channel, counted as {@code FabricService.submit} counts it.
+   *
+   * @return whether the channel took it (false once closed)
+   */
+  boolean submit(TransferRequest<T> request) {
+    outstanding.incrementAndGet();
+    if (channel.offer(request)) {
+      return true;
+    }
+    outstanding.decrementAndGet();
+    return false;
+  }
+
+  /** Adds a client's peer as {@code FabricService.addPeer} does; the reply comes with a step. */
+  Peer addPeer(long clientId, byte[] address) {
+    BoundPeer peer = new BoundPeer(clientId, address);
+    Reply<Void> reply = new Reply<>();
+    if (!channel.offer(new Commands.AddPeer(peer, reply))) {
+      throw new IllegalStateException("the stepped worker's channel is closed");
+    }
+    step();
+    reply.await("the stepped worker did not take the peer in");
+    return peer;
+  }
+
+  /** Removes a client's peer as {@code FabricService.removePeer} does, taken in by a step. */
+  void removePeer(long clientId) {
+    channel.offer(new Commands.RemovePeer(clientId));
+    step();
+  }
+
+  /** Transfers submitted and not yet completed. */
+  long outstanding() {
+    return outstanding.get();
+  }
+
+  /** The endpoint's current address (it changes when a reset changes it). */
+  byte[] localAddress() {
+    return localAddress.get().clone();
+  }
+
+  /** Whether {@link #close()} has shut the worker down. */
+  boolean isRunning() {
+    return !shutDown;
+  }
+
+  /**
+   * Closes the channel, steps the worker until it is finished (every posted op completed), then
+   * shuts it down and closes its checksum pool. A worker still holding ops after {@link
+   * #MAX_PASSES} passes is shut down all the same: its endpoint closes and what it held fails.
+   */
+  @Override
+  public void close() {
+    if (shutDown) {
+      return;
+    }
+    shutDown = true;
+    channel.close();
+    for (int pass = 0; !worker.isFinished() && pass < MAX_PASSES; pass++) {
+      worker.doWork();
+    }
+    try {
+      worker.shutDown(null);
+    } finally {
+      pool.close();
+    }
+  }
+}
