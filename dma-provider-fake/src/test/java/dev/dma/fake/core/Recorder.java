@@ -41,16 +41,15 @@ final class Recorder<T> implements BatchCompleter<T> {
       assertNotNull(completion, "no completion within 30 s");
       return completion;
     }
-    // Stepped: each pass may finish it; a checksummed one is completed on a pool thread, so the
-    // wait is bounded in time as well as in passes.
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    for (int pass = 0; ; pass++) {
+    // Stepped: each pass may finish it (a checksummed one is completed on a pool thread).
+    long deadline = System.nanoTime() + SteppedWorker.MAX_WAIT_NS;
+    for (long pass = 0; ; pass++) {
       Completion<T> completion = queue.poll();
       if (completion != null) {
         return completion;
       }
-      if (pass >= SteppedWorker.MAX_PASSES || System.nanoTime() - deadline > 0) {
-        throw new AssertionError("no completion within " + pass + " worker passes");
+      if (System.nanoTime() - deadline > 0) {
+        throw new AssertionError("no completion after " + pass + " worker passes");
       }
       stepper.step();
     }

@@ -32,19 +32,22 @@ import java.util.function.BooleanSupplier;
  * WorkerChannel}, as {@code FabricService}'s do; a command's reply is answered by the step that
  * takes it in. The endpoint comes from the provider the configuration names (the fake).
  *
- * <p>Waits are bounded in passes, not time: {@link #stepUntil} fails after {@link #MAX_PASSES}.
+ * <p>Waits are bounded: {@link #stepUntil} fails after {@link #MAX_WAIT_NS} of stepping.
  * Checksummed completions still finish on pool threads; a {@link Recorder} stepped by this harness
- * ({@link Recorder#steppedBy}) waits for those in time, bounded too.
+ * ({@link Recorder#steppedBy}) steps until they arrive, bounded the same way.
  *
- * <p>Threads: the thread that started it, only (it is the worker's thread). {@link #close()} closes
- * the channel, steps the worker until it is finished, shuts it down (closing the endpoint) and
- * closes the checksum pool it made.
+ * <p>Threads: one thread at a time, the one stepping it (it is the worker's thread then). {@link
+ * #close()} closes the channel, steps the worker until it is finished, shuts it down (closing the
+ * endpoint) and closes the checksum pool it made.
  *
  * @param <T> the caller context type
  */
 final class SteppedWorker<T extends Operands> implements AutoCloseable {
-  /** Passes a wait steps at most before it fails: far more than any test here needs. */
-  static final int MAX_PASSES = 2_000_000;
+  /**
+   * How long a wait steps at most before it fails: far more than any test here needs (a wait on the
+   * manual clock ends within a few hundred passes; one on the system clock, within its deadline).
+   */
+  static final long MAX_WAIT_NS = 30_000_000_000L;
 
   /**
    * Passes {@link #stepQuietly()} steps: several reads of the worker's coarse clock (every 64
@@ -57,7 +60,7 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
   private final ChecksumPool pool;
   private final AtomicLong outstanding;
   private final AtomicReference<byte[]> localAddress;
-  private final Thread owner = Thread.currentThread();
+  private Thread owner = Thread.currentThread();
   private boolean shutDown;
 
   private SteppedWorker(
@@ -114,17 +117,22 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
    * @return its work count
    */
   int step() {
-    if (Thread.currentThread() != owner) {
-      throw new IllegalStateException("a stepped worker is stepped by the thread that started it");
+    Thread current = Thread.currentThread();
+    if (current != owner) {
+      // JUnit may run a test's set-up, body and tear-down on different threads (one after the
+      // other, never at once): the stepping thread is the worker's, so the channel names it.
+      owner = current;
+      channel.bind(current);
     }
     return worker.doWork();
   }
 
-  /** Steps until {@code condition} holds, at most {@link #MAX_PASSES} passes. */
+  /** Steps until {@code condition} holds, for at most {@link #MAX_WAIT_NS}. */
   void stepUntil(BooleanSupplier condition, String what) {
-    for (int pass = 0; !condition.getAsBoolean(); pass++) {
-      if (pass >= MAX_PASSES) {
-        throw new AssertionError(what + " not within " + MAX_PASSES + " worker passes");
+    long deadline = System.nanoTime() + MAX_WAIT_NS;
+    for (long pass = 0; !condition.getAsBoolean(); pass++) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new AssertionError(what + ": not after " + pass + " worker passes");
       }
       step();
     }
@@ -198,7 +206,8 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
   /**
    * Closes the channel, steps the worker until it is finished (every posted op completed), then
    * shuts it down and closes its checksum pool. A worker still holding ops after {@link
-   * #MAX_PASSES} passes is shut down all the same: its endpoint closes and what it held fails.
+   * #MAX_WAIT_NS} of stepping is shut down all the same: its endpoint closes and what it held
+   * fails.
    */
   @Override
   public void close() {
@@ -207,7 +216,9 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
     }
     shutDown = true;
     channel.close();
-    for (int pass = 0; !worker.isFinished() && pass < MAX_PASSES; pass++) {
+    step();
+    long deadline = System.nanoTime() + MAX_WAIT_NS;
+    while (!worker.isFinished() && System.nanoTime() - deadline < 0) {
       worker.doWork();
     }
     try {
