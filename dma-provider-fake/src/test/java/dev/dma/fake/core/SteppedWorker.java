@@ -117,6 +117,9 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
    * @return its work count
    */
   int step() {
+    if (shutDown) {
+      return 0; // shut down by close(): nothing is left to step
+    }
     Thread current = Thread.currentThread();
     if (current != owner) {
       // JUnit may run a test's set-up, body and tear-down on different threads (one after the
@@ -198,9 +201,32 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
     return localAddress.get().clone();
   }
 
+  /**
+   * Closes the channel, as {@code FabricService.close} does first: the worker drains what is queued
+   * and finishes once nothing is in flight, as later steps show ({@link #isFinished()}).
+   */
+  void beginClose() {
+    channel.close();
+  }
+
+  /** Whether the worker has finished: its channel closed and drained, and nothing in flight. */
+  boolean isFinished() {
+    return worker.isFinished();
+  }
+
   /** Whether {@link #close()} has shut the worker down. */
   boolean isRunning() {
     return !shutDown;
+  }
+
+  /**
+   * Closes as {@code FabricService.close(timeout)} does: the channel closes with a deadline of
+   * {@code timeout} from now (system time), the worker is stepped until it finishes, by itself or
+   * at that deadline (then what is still posted fails as closed), and is shut down.
+   */
+  void close(Duration timeout) {
+    channel.close(System.nanoTime() + timeout.toNanos());
+    close();
   }
 
   /**
@@ -214,9 +240,9 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
     if (shutDown) {
       return;
     }
-    shutDown = true;
     channel.close();
     step();
+    shutDown = true;
     long deadline = System.nanoTime() + MAX_WAIT_NS;
     while (!worker.isFinished() && System.nanoTime() - deadline < 0) {
       worker.doWork();
