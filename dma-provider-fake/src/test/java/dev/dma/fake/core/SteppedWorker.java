@@ -60,6 +60,7 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
   private final ChecksumPool pool;
   private final AtomicLong outstanding;
   private final AtomicReference<byte[]> localAddress;
+  private final Duration closeTimeout;
   private Thread owner = Thread.currentThread();
   private boolean shutDown;
 
@@ -68,7 +69,9 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
       FabricWorker<T> worker,
       ChecksumPool pool,
       AtomicLong outstanding,
-      AtomicReference<byte[]> localAddress) {
+      AtomicReference<byte[]> localAddress,
+      Duration closeTimeout) {
+    this.closeTimeout = closeTimeout;
     this.outstanding = outstanding;
     this.channel = channel;
     this.worker = worker;
@@ -108,7 +111,8 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
             resolved.completionDeadline(),
             address::set,
             Telemetry.OFF);
-    return new SteppedWorker<>(channel, worker, pool, outstanding, address);
+    return new SteppedWorker<>(
+        channel, worker, pool, outstanding, address, resolved.closeTimeout());
   }
 
   /**
@@ -230,17 +234,19 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
   }
 
   /**
-   * Closes the channel, steps the worker until it is finished (every posted op completed), then
-   * shuts it down and closes its checksum pool. A worker still holding ops after {@link
-   * #MAX_WAIT_NS} of stepping is shut down all the same: its endpoint closes and what it held
-   * fails.
+   * Closes as {@code FabricService.close()} does, within the configuration's close timeout: the
+   * channel closes, the worker is stepped until every posted op completed or the timeout passed
+   * (what is still posted then fails as closed), and is shut down (its endpoint closed); then the
+   * checksum pool it made is closed. A worker not finished after {@link #MAX_WAIT_NS} of stepping
+   * is shut down all the same.
    */
   @Override
   public void close() {
     if (shutDown) {
       return;
     }
-    channel.close();
+    // The first close's deadline wins (the channel keeps it), as close(timeout) relies on.
+    channel.close(System.nanoTime() + closeTimeout.toNanos());
     step();
     shutDown = true;
     long deadline = System.nanoTime() + MAX_WAIT_NS;
