@@ -56,6 +56,7 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
   static final int QUIET_PASSES = 512;
 
   private final WorkerChannel channel;
+  private final CountingClock clock;
   private final FabricWorker<T> worker;
   private final ChecksumPool pool;
   private final AtomicLong outstanding;
@@ -70,7 +71,9 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
       ChecksumPool pool,
       AtomicLong outstanding,
       AtomicReference<byte[]> localAddress,
-      Duration closeTimeout) {
+      Duration closeTimeout,
+      CountingClock clock) {
+    this.clock = clock;
     this.closeTimeout = closeTimeout;
     this.outstanding = outstanding;
     this.channel = channel;
@@ -96,6 +99,7 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
     AtomicReference<byte[]> address = new AtomicReference<>(endpoint.localAddress());
     ChecksumPool pool = new ChecksumPool(resolved.crcPoolThreads(), resolved.closeTimeout());
     AtomicLong outstanding = new AtomicLong();
+    CountingClock counting = new CountingClock(clock);
     FabricWorker<T> worker =
         new FabricWorker<>(
             endpoint,
@@ -105,14 +109,14 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
             completer,
             pool,
             outstanding,
-            clock,
+            counting,
             resolved.maxInFlight(),
             resolved.progressDeadline(),
             resolved.completionDeadline(),
             address::set,
             Telemetry.OFF);
     return new SteppedWorker<>(
-        channel, worker, pool, outstanding, address, resolved.closeTimeout());
+        channel, worker, pool, outstanding, address, resolved.closeTimeout(), counting);
   }
 
   /**
@@ -164,11 +168,43 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
   }
 
   /**
+   * What a worker thread with nothing outstanding does before it takes in the next message: it
+   * parked, and reads the clock once the message wakes it (its coarse clock is read every few dozen
+   * passes otherwise). Stepped, the idle passes until that read stand in for the park, so a
+   * transfer submitted to an idle worker is stamped with the time it came, not with a reading from
+   * before: on the system clock a deadline would otherwise pass early by the time the worker sat
+   * idle.
+   */
+  private void wake() {
+    long before = clock.reads.get();
+    stepUntil(() -> clock.reads.get() != before, "a read of the clock");
+  }
+
+  /** The worker's clock, counting its reads. */
+  private static final class CountingClock implements NanoClock {
+    private final NanoClock clock;
+    private final AtomicLong reads = new AtomicLong();
+
+    CountingClock(NanoClock clock) {
+      this.clock = clock;
+    }
+
+    @Override
+    public long nanoTime() {
+      reads.incrementAndGet();
+      return clock.nanoTime();
+    }
+  }
+
+  /**
    * Submits through the worker's channel, counted as {@code FabricService.submit} counts it.
    *
    * @return whether the channel took it (false once closed)
    */
   boolean submit(TransferRequest<T> request) {
+    if (outstanding.get() == 0) {
+      wake();
+    }
     outstanding.incrementAndGet();
     if (channel.offer(request)) {
       return true;
