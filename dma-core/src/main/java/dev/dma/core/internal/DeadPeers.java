@@ -11,8 +11,8 @@ import org.jspecify.annotations.Nullable;
 /**
  * The client incarnations (client id and address) one worker found dead, with the error their later
  * transfers fail with at once, until addPeer, removePeer or a transfer carrying a new address for
- * the client. Empty, and never looked up, on a healthy server: the worker checks {@link #isEmpty()}
- * on the map it shares with this class before it asks anything here.
+ * the client. Empty, and never looked up, on a healthy server: the worker checks the map it shares
+ * with this class for emptiness before it asks anything here.
  *
  * <p>Threads: the worker thread only. It owns the queues this class fails ops from.
  *
@@ -40,11 +40,6 @@ final class DeadPeers<T extends Operands> {
     this.peers = worker.peers;
     this.failures = worker.failures;
     this.marks = marks;
-  }
-
-  /** Whether no incarnation is marked dead. */
-  boolean isEmpty() {
-    return marks.isEmpty();
   }
 
   /** Drops the client's mark: the application added or removed it. */

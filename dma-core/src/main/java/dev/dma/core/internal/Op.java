@@ -72,11 +72,6 @@ final class Op<T extends Operands> extends WorkerTelemetry.OpTrace {
   // When the provider first answered -FI_EAGAIN; the progress deadline counts from here.
   long stalledSinceNs;
 
-  /** The peer address the op's request carries: with the client id, its incarnation. */
-  byte[] address() {
-    return request.peerAddress();
-  }
-
   /** Whether the op was sent to the incarnation {@code clientId} at {@code address}. */
   boolean sentTo(long clientId, byte[] address) {
     return client.id == clientId && Arrays.equals(request.peerAddress(), address);

@@ -176,25 +176,6 @@ public final class WorkerChannel {
   }
 
   /**
-   * Whether the closer bounded its wait, and {@link #closeDeadlineNanos()} holds the bound.
-   *
-   * @return whether a close deadline is set
-   */
-  public boolean hasCloseDeadline() {
-    return closeDeadlineSet;
-  }
-
-  /**
-   * The close deadline in {@link System#nanoTime()} time; meaningful once {@link
-   * #hasCloseDeadline()} is true.
-   *
-   * @return the deadline
-   */
-  public long closeDeadlineNanos() {
-    return closeDeadlineNanos;
-  }
-
-  /**
    * Whether the closer bounded its wait and the bound has passed. Worker only.
    *
    * @return whether {@link #close(long)}'s deadline is set and past
