@@ -68,4 +68,37 @@ class SteppedWorkerTest {
       assertFalse(worker.isRunning());
     }
   }
+
+  /**
+   * A pass takes in at most 4,096 messages ({@code FabricWorker.INTAKE_LIMIT}): submitters whose
+   * transfers all fail at intake get their room back at once, and must not keep one pass taking
+   * them in for ever, their completions never delivered.
+   */
+  @Test
+  void oneStepTakesInABoundedNumberOfMessages() throws Exception {
+    Recorder<Buffer> recorder = new Recorder<>();
+    try (FakeFabric fabric = FakeFabric.create("stepped-intake");
+        Arena arena = Arena.ofShared();
+        FakeEndpoint target = fabric.openEndpoint()) {
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
+      try (SteppedWorker<Buffer> worker =
+          SteppedWorker.start(configuration, recorder, new ManualTicker())) {
+        int limit = 4096;
+        // A heap operand fails at intake: nothing reaches the provider.
+        for (int i = 0; i < limit + 10; i++) {
+          Buffer onHeap = new Buffer(i, MemorySegment.ofArray(new byte[8]));
+          assertTrue(worker.submit(TransferRequest.write(1, ad, onHeap)));
+        }
+        assertEquals(2 * limit, worker.step(), "taken in and delivered");
+        assertEquals(limit, recorder.queue.size());
+        assertEquals(20, worker.step());
+        assertEquals(limit + 10, recorder.queue.size());
+        assertEquals(0, fabric.counters().postAttempts());
+        assertEquals(0, worker.outstanding());
+      }
+    }
+  }
 }
