@@ -178,8 +178,8 @@ class RealDomainCacheTest {
   void clientsSharingAnAddressShareOneEntryAndTheLastOutRemovesIt() {
     PeerTable peers = new PeerTable(endpoint);
     byte[] own = endpoint.localAddress();
-    long first = peers.handle(1, own);
-    assertEquals(first, peers.handle(2, own.clone()));
+    long first = peers.handle(1, own, null);
+    assertEquals(first, peers.handle(2, own.clone(), null));
     assertEquals(1, peers.entries());
     peers.release(1);
     assertEquals(1, peers.entries(), "one client leaving keeps what another still uses");

@@ -52,7 +52,7 @@ public class PeerTableBenchmark {
       address[20] = (byte) 0x5a;
       inserted[i] = address;
       copies[i] = address.clone();
-      table.handle(i, address);
+      table.handle(i, address, null);
     }
   }
 
@@ -70,7 +70,7 @@ public class PeerTableBenchmark {
   @Benchmark
   public long sameArray() {
     int client = next++ % clients;
-    return table.handle(client, inserted[client]);
+    return table.handle(client, inserted[client], null);
   }
 
   /**
@@ -81,6 +81,6 @@ public class PeerTableBenchmark {
   @Benchmark
   public long equalBytes() {
     int client = next++ % clients;
-    return table.handle(client, copies[client]);
+    return table.handle(client, copies[client], null);
   }
 }

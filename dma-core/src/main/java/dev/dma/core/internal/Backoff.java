@@ -71,6 +71,33 @@ public final class Backoff {
   }
 
   /**
+   * Idles as the pass's {@link Idle} decision says: {@link Idle#PARK} blocks on the channel (and
+   * starts the next backoff afresh), {@link Idle#BACK_OFF} is one {@link #idle()} pass, and {@link
+   * Idle#CONTINUE} goes straight on.
+   *
+   * @param decision what the pass did, as {@link Idle#decide} judged it
+   * @return whether the worker blocked or parked (time passed that a coarse clock should read)
+   */
+  public boolean after(Idle decision) {
+    return switch (decision) {
+      case PARK -> {
+        reset();
+        // Only after a real block: a resubmitting completer (a closed loop) leaves a message
+        // every time, and a clock read per transfer there cost a sixth of it (JMH, fake).
+        yield channel.park();
+      }
+      // Work in flight or stalled on -FI_EAGAIN, and nothing moved: spin for the completion
+      // that usually follows within microseconds, then back off to parking so a peer that went
+      // silent does not cost a core.
+      case BACK_OFF -> idle();
+      case CONTINUE -> {
+        reset();
+        yield false;
+      }
+    };
+  }
+
+  /**
    * Whether the backoff has reached its parking phase; for tests.
    *
    * @return whether idle passes now park

@@ -17,7 +17,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * The reaped transfers that want a checksum, held by the worker until it hands them to the checksum
  * pool as one job: their CRC and completion run on the pool so hashing never stalls posting and
- * reaping. When to flush is the worker's decision ({@link FabricWorker#shouldFlushChecksums}).
+ * reaping. The worker asks at the end of each pass ({@link #flushIfDue}, {@link #shouldFlush}).
  *
  * <p>Allocation: a {@code Checksummed} record per transfer added; per flush a new batch list, the
  * job and the pool queue's node, and on the pool thread the job's list of completions plus each
@@ -64,6 +64,41 @@ final class ChecksumBatch<T> {
   /** The transfers held. */
   int size() {
     return batch.size();
+  }
+
+  /**
+   * Whether to hand the accumulated checksummed completions to the pool this pass: when the batch
+   * is full, when nothing moved, or when the worker is about to park.
+   *
+   * <p>{@code aboutToPark} must never be dropped: the worker then blocks on the channel with
+   * nothing to post or reap, so a batch held back here would wait for an unrelated message,
+   * stranding every client in it until then.
+   *
+   * @param batched checksummed completions waiting
+   * @param posted ops posted this pass
+   * @param reapedAny whether anything was reaped this pass
+   * @param aboutToPark whether nothing is pending or in flight
+   * @return whether to flush
+   */
+  static boolean shouldFlush(int batched, int posted, boolean reapedAny, boolean aboutToPark) {
+    return 0 < batched
+        && (batched >= FabricWorker.TARGET_COMPLETIONS
+            || (0 == posted && !reapedAny)
+            || aboutToPark);
+  }
+
+  /**
+   * The worker's flush step: {@link #flush} when {@link #shouldFlush} says so.
+   *
+   * @return the transfers handed to the pool, 0 when none
+   */
+  int flushIfDue(int posted, boolean reapedAny, boolean aboutToPark) {
+    int batched = batch.size();
+    if (!shouldFlush(batched, posted, reapedAny, aboutToPark)) {
+      return 0;
+    }
+    flush();
+    return batched;
   }
 
   /**

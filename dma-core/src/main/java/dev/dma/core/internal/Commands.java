@@ -1,6 +1,9 @@
 package dev.dma.core.internal;
 
+import dev.dma.api.DmaException;
 import dev.dma.core.internal.peers.BoundPeer;
+import dev.dma.core.internal.peers.PeerTable;
+import dev.dma.core.internal.regions.LocalRegions;
 
 /**
  * Control messages to the fabric worker, queued on the same {@link WorkerChannel} as transfers so
@@ -33,4 +36,54 @@ public final class Commands {
    * @param reply answered with {@code null} on success
    */
   public record Pin(long base, long lengthBytes, Reply<Void> reply) {}
+
+  /**
+   * Carries out a control message on the worker thread, in its place among the transfers. The
+   * caller of a command with a reply is blocked on it, so the reply is answered even when the
+   * command fails.
+   *
+   * @param message a command
+   * @param dead the worker's dead incarnations: an added or removed client's mark is dropped
+   * @param peers the worker's peer table
+   * @param regions the worker's registration cache
+   * @param clients the worker's clients with ops outstanding, whose removal waits for them
+   */
+  static void apply(
+      Object message,
+      DeadPeers<?> dead,
+      PeerTable peers,
+      LocalRegions regions,
+      ClientMap<Client> clients) {
+    switch (message) {
+      case AddPeer add -> {
+        // The application says the peer is back (or new): its transfers are posted again.
+        dead.forget(add.peer().clientId());
+        try {
+          peers.advertise(add.peer());
+          add.reply().send(null);
+        } catch (DmaException error) {
+          add.reply().fail(error);
+        }
+      }
+      case RemovePeer remove -> {
+        dead.forget(remove.clientId());
+        // Released now, or once the client's last op finishes (see FabricWorker.clients).
+        Client client = clients.get(remove.clientId());
+        if (client == null || client.outstanding == 0) {
+          peers.release(remove.clientId());
+        } else {
+          client.removalPending = true;
+        }
+      }
+      case Pin pin -> {
+        try {
+          regions.pin(pin.base(), pin.lengthBytes());
+          pin.reply().send(null);
+        } catch (DmaException error) {
+          pin.reply().fail(error);
+        }
+      }
+      default -> throw new IllegalStateException("unknown worker message " + message);
+    }
+  }
 }

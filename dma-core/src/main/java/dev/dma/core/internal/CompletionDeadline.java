@@ -1,14 +1,13 @@
 package dev.dma.core.internal;
 
-import dev.dma.api.DmaException;
 import java.time.Duration;
 
 /**
  * The completion deadline's clock and bookkeeping for one worker: when to scan the posted ops,
  * whether one has passed the deadline, how many such expired ops still sit in a slot, and when the
  * worker must give up waiting for their flush and reset the endpoint. What to do with an expired op
- * (mark its client dead, release its peer, reset) stays with {@link FabricWorker}, which owns the
- * slots.
+ * (mark its client dead, release its peer, reset) is {@link DeadlineScan}' and {@link Resets}'; the
+ * failure it ends with is {@link Failures#completionDeadline}.
  *
  * <p>Times are the worker's coarse clock ({@code now}, in nanoseconds of its ticker). Threads: the
  * worker thread only.
@@ -148,31 +147,5 @@ final class CompletionDeadline {
    */
   boolean recovering() {
     return expiredInFlight > 0;
-  }
-
-  /**
-   * The failure of an op that passed the completion deadline.
-   *
-   * @param client the client and peer address it concerns, in words
-   */
-  DmaException error(String client) {
-    return error(client, false);
-  }
-
-  /**
-   * The failure of an op that passed the completion deadline, or that a client which left took with
-   * it ({@link #leftBehind}).
-   *
-   * @param client the client and peer address it concerns, in words
-   * @param left whether it was judged stuck because its client left
-   */
-  DmaException error(String client, boolean left) {
-    return new DmaException(
-        DmaException.Kind.TRANSFER,
-        DmaException.Reason.DEADLINE,
-        client + ": " + (left ? leftText : text) + ": peer unreachable or completion lost",
-        0,
-        0,
-        null);
   }
 }

@@ -1,20 +1,20 @@
 package dev.dma.core.internal;
 
 /**
- * The fabric worker's idle strategy, decided once per pass from what the pass did: park when
- * nothing is outstanding, spin while operations are in flight, yield when everything pending is
- * stalled on {@code -FI_EAGAIN}.
+ * The fabric worker's idle strategy, decided once per pass from what the pass did: park on the
+ * channel when nothing is outstanding, back off ({@link Backoff}: spin, then yield, then park for
+ * growing intervals) while work is outstanding but nothing moved, and go on at once when something
+ * moved.
  */
 public enum Idle {
   /** Something moved: go straight into the next pass. */
   CONTINUE,
-  /** Work is in flight but nothing moved: stay hot for the completion. */
-  SPIN,
   /**
-   * Nothing in flight and every pending op was refused: retrying is not useful for a few hundred
-   * microseconds, so give the core to other threads.
+   * Work is outstanding (in flight, or queued behind {@code -FI_EAGAIN}) but nothing moved: one
+   * idle pass of {@link Backoff}, which stays hot for the completion that usually follows within
+   * microseconds and parks once a peer has gone silent, so that it does not cost a core.
    */
-  YIELD,
+  BACK_OFF,
   /** Nothing queued or in flight: block on the channel and release the core. */
   PARK;
 
@@ -31,9 +31,6 @@ public enum Idle {
     if (inFlight == 0 && pending == 0) {
       return PARK;
     }
-    if (posted == 0 && !reapedAny) {
-      return inFlight == 0 ? YIELD : SPIN;
-    }
-    return CONTINUE;
+    return posted == 0 && !reapedAny ? BACK_OFF : CONTINUE;
   }
 }

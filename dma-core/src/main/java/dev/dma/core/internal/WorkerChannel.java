@@ -176,21 +176,11 @@ public final class WorkerChannel {
   }
 
   /**
-   * Whether the closer bounded its wait, and {@link #closeDeadlineNanos()} holds the bound.
+   * Whether the closer bounded its wait and the bound has passed. Worker only.
    *
-   * @return whether a close deadline is set
+   * @return whether {@link #close(long)}'s deadline is set and past
    */
-  public boolean hasCloseDeadline() {
-    return closeDeadlineSet;
-  }
-
-  /**
-   * The close deadline in {@link System#nanoTime()} time; meaningful once {@link
-   * #hasCloseDeadline()} is true.
-   *
-   * @return the deadline
-   */
-  public long closeDeadlineNanos() {
-    return closeDeadlineNanos;
+  public boolean closeDeadlinePassed() {
+    return closeDeadlineSet && System.nanoTime() - closeDeadlineNanos >= 0;
   }
 }

@@ -5,7 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
-/** The stuck worker's backoff: spins, then yields, then parks; any progress starts it over. */
+/**
+ * The stuck worker's backoff: spins, then yields, then parks; any progress starts it over; and the
+ * worker's idle decision ({@link Idle}) drives it.
+ */
 class BackoffTest {
   @Test
   void spinsAndYieldsBeforeItParksAndProgressStartsItOver() {
@@ -27,6 +30,29 @@ class BackoffTest {
     backoff.reset();
     assertFalse(backoff.parking());
     assertFalse(backoff.idle());
+  }
+
+  @Test
+  void thePassDecisionDrivesIt() {
+    WorkerChannel channel = new WorkerChannel(16);
+    channel.bind(Thread.currentThread());
+    Backoff backoff = new Backoff(channel);
+    for (int pass = 0; pass < Backoff.SPINS + Backoff.YIELDS; pass++) {
+      assertFalse(backoff.after(Idle.BACK_OFF), "parked at idle pass " + pass);
+    }
+    assertTrue(backoff.parking(), "BACK_OFF passes lead to parking");
+    assertTrue(backoff.after(Idle.BACK_OFF), "a parking pass says it parked");
+    // Something moved: the next idle pass spins again, and says it did not park.
+    assertFalse(backoff.after(Idle.CONTINUE));
+    assertFalse(backoff.parking());
+    // Nothing outstanding: a message already queued means the park does not block, and the
+    // backoff starts over too.
+    for (int pass = 0; pass < Backoff.SPINS + Backoff.YIELDS; pass++) {
+      backoff.after(Idle.BACK_OFF);
+    }
+    assertTrue(channel.offer("message"));
+    assertFalse(backoff.after(Idle.PARK), "blocked with a message queued");
+    assertFalse(backoff.parking());
   }
 
   @Test

@@ -17,20 +17,31 @@ class WorkerPiecesTest {
   }
 
   @Test
-  void idleYieldsWhenEverythingPendingIsStalled() {
-    assertEquals(Idle.YIELD, Idle.decide(0, 5, 0, false));
+  void idleBacksOffWhenEverythingPendingIsStalled() {
+    assertEquals(Idle.BACK_OFF, Idle.decide(0, 5, 0, false));
   }
 
   @Test
-  void idleSpinsWhileOpsAreInFlightAndNothingMoved() {
-    assertEquals(Idle.SPIN, Idle.decide(2, 0, 0, false));
-    assertEquals(Idle.SPIN, Idle.decide(2, 7, 0, false));
+  void idleBacksOffWhileOpsAreInFlightAndNothingMoved() {
+    assertEquals(Idle.BACK_OFF, Idle.decide(2, 0, 0, false));
+    assertEquals(Idle.BACK_OFF, Idle.decide(2, 7, 0, false));
   }
 
   @Test
   void idleContinuesWhenSomethingMoved() {
     assertEquals(Idle.CONTINUE, Idle.decide(2, 0, 1, false));
     assertEquals(Idle.CONTINUE, Idle.decide(0, 3, 0, true));
+  }
+
+  @Test
+  void theChecksumFlushPredicate() {
+    // Flushes a partial batch before parking: the batch would otherwise wait for an unrelated
+    // message to wake the worker.
+    assertTrue(ChecksumBatch.shouldFlush(1, 0, true, true));
+    assertTrue(ChecksumBatch.shouldFlush(FabricWorker.TARGET_COMPLETIONS, 4, true, false));
+    assertTrue(ChecksumBatch.shouldFlush(1, 0, false, false));
+    assertFalse(ChecksumBatch.shouldFlush(1, 1, true, false));
+    assertFalse(ChecksumBatch.shouldFlush(0, 0, false, true));
   }
 
   @Test

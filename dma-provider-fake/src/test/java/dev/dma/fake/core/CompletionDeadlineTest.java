@@ -60,7 +60,10 @@ class CompletionDeadlineTest {
   private Advertisement liveAd;
   private final ManualTicker ticker = new ManualTicker();
   private final Recorder<Buffer> recorder = new Recorder<>();
-  private FabricService<Buffer> service;
+  // Stepped on the test's thread (SteppedWorker), so no deadline assertion races a worker thread;
+  // the tests of the service's own threads (close timeout, backpressure, idling) start one.
+  private SteppedWorker<Buffer> service;
+  private FabricService<Buffer> threaded;
 
   @BeforeEach
   void openFabric() {
@@ -76,10 +79,15 @@ class CompletionDeadlineTest {
 
   @AfterEach
   void closeFabric() {
-    if (service != null) {
+    if (service != null || threaded != null) {
       fabric.script().reset();
       fabric.script().releaseCompletions();
+    }
+    if (service != null) {
       service.close();
+    }
+    if (threaded != null) {
+      threaded.close();
     }
     stuck.close();
     live.close();
@@ -87,23 +95,36 @@ class CompletionDeadlineTest {
     arena.close();
   }
 
-  private FabricService<Buffer> start(UnaryOperator<DmaConfiguration.Builder> tweak) {
-    return start(tweak, recorder);
+  private DmaConfiguration configuration(UnaryOperator<DmaConfiguration.Builder> tweak) {
+    return tweak
+        .apply(
+            DmaConfiguration.builder()
+                .providers("fake")
+                .interfaces(List.of(fabric.name()))
+                .completionDeadline(DEADLINE))
+        .build();
   }
 
-  private FabricService<Buffer> start(
-      UnaryOperator<DmaConfiguration.Builder> tweak, BatchCompleter<Buffer> completer) {
-    DmaConfiguration configuration =
-        tweak
-            .apply(
-                DmaConfiguration.builder()
-                    .providers("fake")
-                    .interfaces(List.of(fabric.name()))
-                    .completionDeadline(DEADLINE))
-            .build();
-    service =
-        FabricService.<Buffer>builder(configuration).completer(completer).clock(ticker).start();
+  /** A worker stepped on the test's thread, its completions recorded. */
+  private SteppedWorker<Buffer> start(UnaryOperator<DmaConfiguration.Builder> tweak) {
+    service = SteppedWorker.start(configuration(tweak), recorder, ticker);
+    recorder.steppedBy(service);
     return service;
+  }
+
+  /** A service with its own worker thread, for what only a running thread shows. */
+  private FabricService<Buffer> startThreaded(UnaryOperator<DmaConfiguration.Builder> tweak) {
+    return startThreaded(tweak, recorder);
+  }
+
+  private FabricService<Buffer> startThreaded(
+      UnaryOperator<DmaConfiguration.Builder> tweak, BatchCompleter<Buffer> completer) {
+    threaded =
+        FabricService.<Buffer>builder(configuration(tweak))
+            .completer(completer)
+            .clock(ticker)
+            .start();
+    return threaded;
   }
 
   /** Holds every op whose target is the stuck endpoint; the live one completes at once. */
@@ -124,7 +145,11 @@ class CompletionDeadlineTest {
     return TransferRequest.write(client, ad, buffer);
   }
 
-  private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
+  private void waitUntil(BooleanSupplier condition) throws InterruptedException {
+    if (service != null) {
+      service.stepUntil(condition, "condition");
+      return;
+    }
     long deadline = System.nanoTime() + 30_000_000_000L;
     while (!condition.getAsBoolean()) {
       assertTrue(System.nanoTime() < deadline, "condition not met within 30 s");
@@ -210,7 +235,7 @@ class CompletionDeadlineTest {
     holdStuck();
     assertTrue(service.submit(write(STUCK, stuckAd, pattern(100, 512, 1))));
     waitUntil(() -> fabric.script().heldCompletions() == 1);
-    ticker.advanceAndAwaitRead(Duration.ofSeconds(1));
+    service.advanceAndRead(ticker, Duration.ofSeconds(1));
     // Hold the live client's op too, posted a second later, so the reset catches it in flight
     // before its own deadline.
     fabric.script().holdCompletions();
@@ -239,7 +264,7 @@ class CompletionDeadlineTest {
     holdStuck();
     assertTrue(service.submit(write(STUCK, stuckAd, pattern(100, 512, 1))));
     waitUntil(() -> fabric.script().heldCompletions() == 1);
-    ticker.advanceAndAwaitRead(Duration.ofSeconds(1));
+    service.advanceAndRead(ticker, Duration.ofSeconds(1));
     liveMemory.asSlice(0, 2048).fill((byte) 0x3C);
     fabric.script().holdCompletions();
     Buffer landing = new Buffer(7, arena.allocate(2048));
@@ -505,33 +530,33 @@ class CompletionDeadlineTest {
 
   @Test
   void closeReturnsWithinItsTimeoutAndFailsWhatIsStillPosted() throws Exception {
-    start(builder -> builder.completionDeadline(Duration.ZERO));
+    startThreaded(builder -> builder.completionDeadline(Duration.ZERO));
     holdStuck();
     for (int i = 0; i < 4; i++) {
-      assertTrue(service.submit(write(STUCK, stuckAd, pattern(i, 256, i))));
+      assertTrue(threaded.submit(write(STUCK, stuckAd, pattern(i, 256, i))));
     }
     waitUntil(() -> fabric.script().heldCompletions() == 4);
     long started = System.nanoTime();
-    service.close(Duration.ofMillis(300));
+    threaded.close(Duration.ofMillis(300));
     long tookMs = (System.nanoTime() - started) / 1_000_000;
     assertTrue(tookMs >= 250 && tookMs < 3_000, "close took " + tookMs + " ms");
-    assertFalse(service.isRunning());
+    assertFalse(threaded.isRunning());
     List<Completion<Buffer>> closed = recorder.take(4);
     for (Completion<Buffer> completion : closed) {
       assertEquals(Reason.CLOSED, error(completion).reason());
     }
     assertNull(recorder.poll(100), "a transfer completed twice");
-    assertEquals(0, service.outstanding());
+    assertEquals(0, threaded.outstanding());
     assertEquals(0, fabric.script().releaseCompletions());
     assertTrue(allZero(stuckMemory));
-    service = null;
+    threaded = null;
   }
 
   @Test
   void closeFromTheCompleterOnTheWorkerThreadIsRefusedWithTheRule() throws Exception {
     AtomicReference<FabricService<Buffer>> self = new AtomicReference<>();
     List<Throwable> thrown = new CopyOnWriteArrayList<>();
-    start(
+    startThreaded(
         builder -> builder,
         batch -> {
           try {
@@ -541,32 +566,34 @@ class CompletionDeadlineTest {
           }
           recorder.complete(batch);
         });
-    self.set(service);
-    assertTrue(service.submit(write(LIVE, liveAd, pattern(1, 64, 1))));
+    self.set(threaded);
+    assertTrue(threaded.submit(write(LIVE, liveAd, pattern(1, 64, 1))));
     recorder.take();
     assertEquals(1, thrown.size());
     assertTrue(thrown.getFirst().getMessage().contains("fabric worker thread"));
-    assertTrue(service.isRunning());
+    assertTrue(threaded.isRunning());
   }
 
   // ------------------------------------------------------------------------- backpressure
 
   @Test
   void submitsBeyondMaxPendingAreRefusedAsFullThenClosed() throws Exception {
-    start(builder -> builder.maxInFlight(2).maxPending(3).completionDeadline(Duration.ZERO));
+    startThreaded(
+        builder -> builder.maxInFlight(2).maxPending(3).completionDeadline(Duration.ZERO));
     holdStuck();
     List<FabricService.Offer> offers = new ArrayList<>();
     for (int i = 0; i < 7; i++) {
-      offers.add(service.offer(write(STUCK, stuckAd, pattern(i, 64, i))));
+      offers.add(threaded.offer(write(STUCK, stuckAd, pattern(i, 64, i))));
     }
     assertEquals(5, offers.stream().filter(o -> o == FabricService.Offer.ACCEPTED).count());
     assertEquals(FabricService.Offer.FULL, offers.get(5));
     assertEquals(FabricService.Offer.FULL, offers.get(6));
-    assertEquals(5, service.outstanding());
-    service.close(Duration.ofMillis(100));
+    assertEquals(5, threaded.outstanding());
+    threaded.close(Duration.ofMillis(100));
     assertEquals(5, recorder.take(5).size());
-    assertEquals(FabricService.Offer.CLOSED, service.offer(write(LIVE, liveAd, pattern(9, 64, 1))));
-    service = null;
+    assertEquals(
+        FabricService.Offer.CLOSED, threaded.offer(write(LIVE, liveAd, pattern(9, 64, 1))));
+    threaded = null;
   }
 
   // -------------------------------------------------------------------------- post path
@@ -634,9 +661,9 @@ class CompletionDeadlineTest {
 
   @Test
   void aWorkerWithOpsStuckInFlightSleepsAfterASecond() throws Exception {
-    start(builder -> builder.completionDeadline(Duration.ZERO));
+    startThreaded(builder -> builder.completionDeadline(Duration.ZERO));
     holdStuck();
-    assertTrue(service.submit(write(STUCK, stuckAd, pattern(1, 64, 1))));
+    assertTrue(threaded.submit(write(STUCK, stuckAd, pattern(1, 64, 1))));
     waitUntil(() -> fabric.script().heldCompletions() == 1);
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     long worker = workerThread().threadId();
@@ -657,15 +684,15 @@ class CompletionDeadlineTest {
   @Timeout(60)
   void aWorkerWaitingOutACloseWithOpsStuckInFlightSleeps() throws Exception {
     // The manual ticker never reaches the completion deadline: only close(timeout) ends the wait.
-    start(builder -> builder);
+    startThreaded(builder -> builder);
     holdStuck();
     for (int i = 0; i < 4; i++) {
-      assertTrue(service.submit(write(STUCK, stuckAd, pattern(i, 256, i))));
+      assertTrue(threaded.submit(write(STUCK, stuckAd, pattern(i, 256, i))));
     }
     waitUntil(() -> fabric.script().heldCompletions() == 4);
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     Thread worker = workerThread();
-    FabricService<Buffer> closing = service;
+    FabricService<Buffer> closing = threaded;
     Thread closer = new Thread(() -> closing.close(Duration.ofSeconds(4)), "closer");
     long cpuBefore = threads.getThreadCpuTime(worker.threadId());
     long wallBefore = System.nanoTime();
@@ -687,7 +714,7 @@ class CompletionDeadlineTest {
     for (Completion<Buffer> completion : recorder.take(4)) {
       assertEquals(Reason.CLOSED, error(completion).reason());
     }
-    service = null;
+    threaded = null;
   }
 
   /** The service's fabric worker thread (the only one running FabricWorker in this test). */

@@ -10,7 +10,6 @@ import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
-import dev.dma.core.FabricService;
 import dev.dma.core.NanoClock;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
@@ -19,8 +18,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -30,38 +28,38 @@ import org.junit.jupiter.api.Timeout;
  * The completion deadline judges the provider, not the worker's absence: a worker that stalls (a GC
  * pause, a slow completer, no CPU) past the deadline while completions wait in the queue fails none
  * of them and marks no client dead; and the flush grace of expired ops cannot be pushed back by
- * later expiries.
+ * later expiries. The worker is stepped on the test's thread ({@link SteppedWorker}).
  */
 class DeadlineJudgesTheProviderTest {
   private static final Duration DEADLINE = Duration.ofSeconds(2);
 
   /**
-   * A clock the test steps by hand, which can also stall the worker inside one read: the reading
-   * after the stall is what the worker then judges its deadlines by.
+   * A clock the test steps by hand, which can also stall the worker inside one read: what happens
+   * during the stall runs inside that read, and the reading after it is what the worker then judges
+   * its deadlines by.
    */
   private static final class StallingClock implements NanoClock {
     private final AtomicLong nanos = new AtomicLong();
-    private final AtomicReference<CountDownLatch> stallNext = new AtomicReference<>();
-    private final CountDownLatch stalled = new CountDownLatch(1);
+    private final AtomicReference<Runnable> stallNext = new AtomicReference<>();
+    private final AtomicInteger stalls = new AtomicInteger();
 
     @Override
     public long nanoTime() {
-      CountDownLatch gate = stallNext.getAndSet(null);
-      if (gate != null) {
-        stalled.countDown();
-        try {
-          assertTrue(gate.await(30, TimeUnit.SECONDS), "the test never let the worker go");
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
+      Runnable whileAway = stallNext.getAndSet(null);
+      if (whileAway != null) {
+        whileAway.run();
+        stalls.incrementAndGet();
       }
       return nanos.get();
     }
 
-    /** Stops the worker in its next clock read until {@code gate} opens; returns once it is. */
-    void stallNextRead(CountDownLatch gate) throws InterruptedException {
-      stallNext.set(gate);
-      assertTrue(stalled.await(30, TimeUnit.SECONDS), "the worker never read the clock");
+    /** Stalls the worker in its next clock read, {@code whileAway} happening meanwhile. */
+    void stallNextRead(Runnable whileAway) {
+      stallNext.set(whileAway);
+    }
+
+    boolean stalled() {
+      return stalls.get() > 0;
     }
 
     void advance(Duration duration) {
@@ -87,8 +85,8 @@ class DeadlineJudgesTheProviderTest {
               .maxInFlight(64)
               .completionDeadline(DEADLINE)
               .build();
-      try (FabricService<Buffer> service =
-          FabricService.<Buffer>builder(configuration).completer(recorder).clock(clock).start()) {
+      try (SteppedWorker<Buffer> service = SteppedWorker.start(configuration, recorder, clock)) {
+        recorder.steppedBy(service);
         fabric.script().holdCompletions();
         for (int i = 0; i < count; i++) {
           Advertisement slot =
@@ -97,19 +95,19 @@ class DeadlineJudgesTheProviderTest {
           source.fill((byte) (i + 1));
           assertTrue(service.submit(TransferRequest.write(7, slot, new Buffer(i, source))));
         }
-        long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (fabric.script().heldCompletions() < count) {
-          assertTrue(System.nanoTime() < waitUntil, "not every write was posted");
-          Thread.sleep(1);
-        }
-        // The worker now backs off with everything in flight. Stall it inside a clock read; while
-        // it is away, the provider completes every write and twice the deadline passes.
-        CountDownLatch resume = new CountDownLatch(1);
-        clock.stallNextRead(resume);
-        fabric.script().stopHolding();
-        assertEquals(count, fabric.script().releaseCompletions());
-        clock.advance(DEADLINE.multipliedBy(2));
-        resume.countDown();
+        service.stepUntil(
+            () -> fabric.script().heldCompletions() >= count, "not every write was posted");
+        // Everything is in flight. Stall the worker inside its next clock read; while it is away,
+        // the provider completes every write and twice the deadline passes.
+        AtomicInteger released = new AtomicInteger();
+        clock.stallNextRead(
+            () -> {
+              fabric.script().stopHolding();
+              released.set(fabric.script().releaseCompletions());
+              clock.advance(DEADLINE.multipliedBy(2));
+            });
+        service.stepUntil(clock::stalled, "the worker's next clock read");
+        assertEquals(count, released.get());
 
         for (Completion<Buffer> completion : recorder.take(count)) {
           assertTrue(
@@ -149,8 +147,8 @@ class DeadlineJudgesTheProviderTest {
               .build();
       // Before the start: the worker reads what the endpoint declares once, as it starts.
       fabric.script().flushOnRemove(true);
-      try (FabricService<Buffer> service =
-          FabricService.<Buffer>builder(configuration).completer(recorder).clock(ticker).start()) {
+      try (SteppedWorker<Buffer> service = SteppedWorker.start(configuration, recorder, ticker)) {
+        recorder.steppedBy(service);
         byte[] stuckAddress = stuck.localAddress();
         fabric.script().holdCompletions(op -> Arrays.equals(op.peer(), stuckAddress));
         // Three clients share the stuck peer's entry, so releasing one removes nothing and no
@@ -162,24 +160,22 @@ class DeadlineJudgesTheProviderTest {
           assertTrue(
               service.submit(
                   TransferRequest.write(client, ad, new Buffer(client, arena.allocate(64)))));
-          long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-          while (fabric.script().heldCompletions() < client) {
-            assertTrue(System.nanoTime() < waitUntil, "the write was not posted");
-            Thread.sleep(1);
-          }
+          int posted = client;
+          service.stepUntil(
+              () -> fabric.script().heldCompletions() >= posted, "the write was not posted");
           // A reading after the post, so its time is known to the millisecond.
-          ticker.advanceAndAwaitRead(Duration.ZERO);
+          service.advanceAndRead(ticker, Duration.ZERO);
           if (client < 3) {
-            ticker.advanceAndAwaitRead(Duration.ofMillis(800));
+            service.advanceAndRead(ticker, Duration.ofMillis(800));
           }
         }
         // 1.6 s. At 2.0 s client 1's write expires and arms a grace of 1 s; at 2.8 s client 2's
         // expires inside it (client 3's would at 3.6 s).
-        ticker.advanceAndAwaitRead(Duration.ofMillis(400));
+        service.advanceAndRead(ticker, Duration.ofMillis(400));
         assertNull(recorder.poll(200), "delivered before the provider let go of the operand");
-        ticker.advanceAndAwaitRead(Duration.ofMillis(800));
+        service.advanceAndRead(ticker, Duration.ofMillis(800));
         assertNull(recorder.poll(200), "delivered before the provider let go of the operand");
-        ticker.advanceAndAwaitRead(Duration.ofMillis(300));
+        service.advanceAndRead(ticker, Duration.ofMillis(300));
         // 3.1 s: the grace armed at 2.0 s has run out and the reset comes: the two expired writes
         // fail by the deadline, and client 3's, caught in flight, as reset (a write is not posted
         // again after a reset).

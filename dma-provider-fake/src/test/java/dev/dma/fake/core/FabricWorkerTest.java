@@ -56,6 +56,8 @@ class FabricWorkerTest {
   private final ManualTicker ticker = new ManualTicker();
   private final Recorder<Buffer> recorder = new Recorder<>();
   private FabricService<Buffer> service;
+  // The tests that steer the clock step their worker on the test's thread instead.
+  private SteppedWorker<Buffer> stepped;
 
   @BeforeEach
   void openFabric() {
@@ -72,6 +74,11 @@ class FabricWorkerTest {
       fabric.script().reset();
       fabric.script().releaseCompletions();
       service.close();
+    }
+    if (stepped != null) {
+      fabric.script().reset();
+      fabric.script().releaseCompletions();
+      stepped.close();
     }
     target.close();
     fabric.close();
@@ -95,6 +102,13 @@ class FabricWorkerTest {
     return service;
   }
 
+  /** A worker stepped on the test's thread ({@link SteppedWorker}), on the manual clock. */
+  private SteppedWorker<Buffer> startStepped(UnaryOperator<DmaConfiguration.Builder> tweak) {
+    stepped = SteppedWorker.start(tweak.apply(configuration()).build(), recorder, ticker);
+    recorder.steppedBy(stepped);
+    return stepped;
+  }
+
   private Buffer local(long id, int size, int seed) {
     MemorySegment segment = arena.allocate(size);
     for (int i = 0; i < size; i++) {
@@ -108,7 +122,11 @@ class FabricWorkerTest {
         .withChecksum(checksum ? Checksum.CRC32C : Checksum.NONE);
   }
 
-  private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
+  private void waitUntil(BooleanSupplier condition) throws InterruptedException {
+    if (stepped != null) {
+      stepped.stepUntil(condition, "condition");
+      return;
+    }
     long deadline = System.nanoTime() + 30_000_000_000L;
     while (!condition.getAsBoolean()) {
       assertTrue(System.nanoTime() < deadline, "condition not met within 30 s");
@@ -297,9 +315,9 @@ class FabricWorkerTest {
 
   @Test
   void aPeerThatNeverAcceptsFailsAtTheProgressDeadline() throws Exception {
-    start();
+    startStepped(builder -> builder);
     fabric.script().unreachable(ad.address());
-    assertTrue(service.submit(write(1, local(1, 64, 0), false)));
+    assertTrue(stepped.submit(write(1, local(1, 64, 0), false)));
     waitUntil(() -> fabric.counters().againAnswers() > 3);
     ticker.advance(Duration.ofMillis(999));
     assertNull(recorder.poll(50), "failed before the deadline");
@@ -314,18 +332,18 @@ class FabricWorkerTest {
                 "client 1 at [0-9a-f]{32}: no post to it was accepted for 1s with nothing else in"
                     + " flight: .*"),
         error.getMessage());
-    assertEquals(0, service.outstanding());
-    // The service keeps serving reachable peers.
+    assertEquals(0, stepped.outstanding());
+    // The stepped keeps serving reachable peers.
     fabric.script().reachable(ad.address());
-    assertTrue(service.submit(write(2, local(2, 64, 0), false)));
+    assertTrue(stepped.submit(write(2, local(2, 64, 0), false)));
     assertTrue(recorder.take().outcome().isDone());
   }
 
   @Test
   void theDeadlineTextUsesTheConfiguredDuration() throws Exception {
-    start(builder -> builder.progressDeadline(Duration.ofMillis(50)));
+    startStepped(builder -> builder.progressDeadline(Duration.ofMillis(50)));
     fabric.script().unreachable(ad.address());
-    assertTrue(service.submit(write(1, local(1, 64, 0), false)));
+    assertTrue(stepped.submit(write(1, local(1, 64, 0), false)));
     // A second refusal means the worker already stamped the first one on its clock.
     waitUntil(() -> fabric.counters().againAnswers() > 1);
     ticker.advance(Duration.ofMillis(50));
@@ -534,17 +552,6 @@ class FabricWorkerTest {
   }
 
   @Test
-  void theChecksumFlushPredicate() {
-    // Flushes a partial batch before parking: the batch would otherwise wait for an unrelated
-    // message to wake the worker.
-    assertTrue(FabricWorker.shouldFlushChecksums(1, 0, true, true));
-    assertTrue(FabricWorker.shouldFlushChecksums(FabricWorker.TARGET_COMPLETIONS, 4, true, false));
-    assertTrue(FabricWorker.shouldFlushChecksums(1, 0, false, false));
-    assertFalse(FabricWorker.shouldFlushChecksums(1, 1, true, false));
-    assertFalse(FabricWorker.shouldFlushChecksums(0, 0, false, true));
-  }
-
-  @Test
   void theInFlightCap() {
     assertEquals(64, FabricWorker.inFlightCap(64, 0));
     assertEquals(16, FabricWorker.inFlightCap(64, 16));
@@ -694,15 +701,19 @@ class FabricWorkerTest {
 
   @Test
   void closeFailsStalledTransfersAtTheDeadlineInsteadOfHanging() throws Exception {
-    start();
+    startStepped(builder -> builder);
     fabric.script().unreachable(ad.address());
-    assertTrue(service.submit(write(1, local(1, 64, 0), false)));
+    assertTrue(stepped.submit(write(1, local(1, 64, 0), false)));
     // A second refusal means the worker already stamped the first one on its clock.
     waitUntil(() -> fabric.counters().againAnswers() > 1);
-    Thread closer = Thread.ofPlatform().start(service::close);
+    // The close begins (the channel closes), and the worker waits for its stalled transfer.
+    stepped.beginClose();
+    stepped.stepQuietly();
+    assertFalse(stepped.isFinished(), "the close did not wait for the stalled transfer");
     ticker.advance(Duration.ofSeconds(2));
-    closer.join(30_000);
-    assertFalse(closer.isAlive());
+    // At the deadline the worker fails the transfer and finishes: the close returns.
+    waitUntil(stepped::isFinished);
+    stepped.close();
     assertEquals(DmaException.Kind.TRANSFER, recorder.take().outcome().error().kind());
   }
 

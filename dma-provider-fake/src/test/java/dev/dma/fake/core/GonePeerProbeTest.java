@@ -10,7 +10,7 @@ import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
-import dev.dma.core.FabricService;
+import dev.dma.core.NanoClock;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import java.lang.foreign.Arena;
@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The worker's use of {@code FabricEndpoint.peerGone} (issue 20: a stale advertisement fails the
  * same way everywhere): a gone peer is told from a partitioned one, and the question is asked at a
- * bounded rate.
+ * bounded rate. The worker is stepped on the test's thread ({@link SteppedWorker}).
  */
 @Timeout(60)
 class GonePeerProbeTest {
@@ -36,21 +36,24 @@ class GonePeerProbeTest {
   private FakeFabric fabric;
   private Arena arena;
   private final Recorder<Buffer> recorder = new Recorder<>();
-  private FabricService<Buffer> service;
+  private SteppedWorker<Buffer> service;
 
   @BeforeEach
   void open() {
     fabric = FakeFabric.create("gone-peer-" + FABRICS.incrementAndGet());
     arena = Arena.ofShared();
+    // Stepped on the test's thread, on the system clock: the deadline and the probes' rate are
+    // the worker's, measured against the time the test measures.
     service =
-        FabricService.<Buffer>builder(
-                DmaConfiguration.builder()
-                    .providers("fake")
-                    .interfaces(List.of(fabric.name()))
-                    .progressDeadline(PROGRESS_DEADLINE)
-                    .build())
-            .completer(recorder)
-            .start();
+        SteppedWorker.start(
+            DmaConfiguration.builder()
+                .providers("fake")
+                .interfaces(List.of(fabric.name()))
+                .progressDeadline(PROGRESS_DEADLINE)
+                .build(),
+            recorder,
+            NanoClock.system());
+    recorder.steppedBy(service);
   }
 
   @AfterEach

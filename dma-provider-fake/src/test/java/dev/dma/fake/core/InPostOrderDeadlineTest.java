@@ -12,7 +12,6 @@ import dev.dma.api.DmaException;
 import dev.dma.api.DmaException.Reason;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
-import dev.dma.core.FabricService;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import dev.dma.fake.OpMatcher;
@@ -34,7 +33,8 @@ import org.junit.jupiter.api.Timeout;
  * one op that never completes holds back every later completion, so only its client is judged and
  * the live clients' ops that waited behind it are posted again after the reset, with their bytes.
  * The fake models the stall by losing the culprit's completion and holding the live ones posted
- * after it (until the reset discards them).
+ * after it (until the reset discards them). The worker is stepped on the test's thread ({@link
+ * SteppedWorker}).
  */
 @Timeout(60)
 class InPostOrderDeadlineTest {
@@ -52,7 +52,7 @@ class InPostOrderDeadlineTest {
   private Advertisement goneAd;
   private final ManualTicker ticker = new ManualTicker();
   private final Recorder<Buffer> recorder = new Recorder<>();
-  private FabricService<Buffer> service;
+  private SteppedWorker<Buffer> service;
 
   @BeforeEach
   void openFabric() {
@@ -90,8 +90,8 @@ class InPostOrderDeadlineTest {
             .interfaces(List.of(fabric.name()))
             .completionDeadline(DEADLINE)
             .build();
-    service =
-        FabricService.<Buffer>builder(configuration).completer(recorder).clock(ticker).start();
+    service = SteppedWorker.start(configuration, recorder, ticker);
+    recorder.steppedBy(service);
   }
 
   private Buffer pattern(long id, int size, int seed) {
@@ -102,12 +102,8 @@ class InPostOrderDeadlineTest {
     return new Buffer(id, segment);
   }
 
-  private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + 30_000_000_000L;
-    while (!condition.getAsBoolean()) {
-      assertTrue(System.nanoTime() < deadline, "condition not met within 30 s");
-      Thread.sleep(1);
-    }
+  private void waitUntil(BooleanSupplier condition) {
+    service.stepUntil(condition, "condition");
   }
 
   /**

@@ -11,7 +11,6 @@ import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
-import dev.dma.core.FabricService;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import dev.dma.fake.OpMatcher;
@@ -21,7 +20,6 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -30,7 +28,8 @@ import org.junit.jupiter.api.Timeout;
  * flushes (shm from libfabric 2.5 with the target's endpoint closed): the write is judged a second
  * after the client left, not at the completion deadline, and the reset that makes its operand safe
  * waits for the live clients' transfers in flight, so none of them fails or is posted twice; a
- * transfer submitted meanwhile waits and then goes out on the new endpoint.
+ * transfer submitted meanwhile waits and then goes out on the new endpoint. The worker is stepped
+ * on the test's thread ({@link SteppedWorker}).
  */
 @Timeout(60)
 class LeftClientQuietResetTest {
@@ -44,14 +43,6 @@ class LeftClientQuietResetTest {
       segment.set(ValueLayout.JAVA_BYTE, i, (byte) (seed + i * 13));
     }
     return new Buffer(id, segment);
-  }
-
-  private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + 30_000_000_000L;
-    while (!condition.getAsBoolean()) {
-      assertTrue(System.nanoTime() < deadline, "condition not met within 30 s");
-      Thread.sleep(1);
-    }
   }
 
   @Test
@@ -72,24 +63,24 @@ class LeftClientQuietResetTest {
               .interfaces(List.of(fabric.name()))
               .completionDeadline(Duration.ofSeconds(30))
               .build();
-      try (FabricService<Buffer> service =
-          FabricService.<Buffer>builder(configuration).completer(recorder).clock(ticker).start()) {
+      try (SteppedWorker<Buffer> service = SteppedWorker.start(configuration, recorder, ticker)) {
+        recorder.steppedBy(service);
         fabric.script().loseCompletions(OpMatcher.toPeer(gone.localAddress()));
         fabric.script().holdCompletions(OpMatcher.toPeer(live.localAddress()));
         assertTrue(service.submit(TransferRequest.write(GONE, goneAd, pattern(arena, 1, 1))));
         Buffer first = pattern(arena, 10, 7);
         assertTrue(service.submit(TransferRequest.write(LIVE, liveAd, first)));
-        waitUntil(() -> fabric.script().heldCompletions() == 1);
+        service.stepUntil(() -> fabric.script().heldCompletions() == 1, "the live write held");
         service.removePeer(GONE);
 
         // Past the second of grace: the left client's write is judged, but the reset waits for
         // the live write still in flight, and a new live write waits for the reset.
-        ticker.advanceAndAwaitRead(Duration.ofMillis(1_100));
+        service.advanceAndRead(ticker, Duration.ofMillis(1_100));
         // The deadline scan runs in the pass after the worker read the new time, and reads the
-        // clock itself: after three more reads the left client's write has been judged. Ten, for
-        // margin: once, on a loaded host, three were not enough (the new write was posted).
+        // clock itself: after three more reads the left client's write has been judged (stepped,
+        // that is exact; ten reads, as when a worker thread ran beside the test).
         for (int i = 0; i < 10; i++) {
-          ticker.advanceAndAwaitRead(Duration.ZERO);
+          service.advanceAndRead(ticker, Duration.ZERO);
         }
         Buffer second = pattern(arena, 11, 9);
         assertTrue(service.submit(TransferRequest.write(LIVE, liveAd, second)));

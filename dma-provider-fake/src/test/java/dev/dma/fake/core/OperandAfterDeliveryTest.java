@@ -15,7 +15,6 @@ import dev.dma.api.DmaException;
 import dev.dma.api.DmaException.Reason;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
-import dev.dma.core.FabricService;
 import dev.dma.core.FabricServiceGroup;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
@@ -112,19 +111,24 @@ class OperandAfterDeliveryTest {
     return remote.mismatch(arena.allocate(REMOTE_BYTES)) == -1;
   }
 
-  /** One service on the fake, its operands released on delivery, its clock the test's. */
+  /**
+   * One worker on the fake, its operands released on delivery, its clock the test's, stepped on the
+   * test's thread ({@link SteppedWorker}).
+   */
   @Nested
   class OneService {
     private final ManualTicker ticker = new ManualTicker();
-    private FabricService<Released> service;
+    private SteppedWorker<Released> service;
 
     @BeforeEach
     void start() {
       service =
-          FabricService.<Released>builder(configuration(1).build())
-              .completer(Released.onDelivery(delivered))
-              .clock(ticker)
-              .start();
+          SteppedWorker.start(configuration(1).build(), Released.onDelivery(delivered), ticker);
+      delivered.steppedBy(service);
+    }
+
+    private void waitUntil(BooleanSupplier condition, String what) {
+      service.stepUntil(condition, what);
     }
 
     @AfterEach

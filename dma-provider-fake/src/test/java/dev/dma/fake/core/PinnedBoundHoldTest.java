@@ -47,6 +47,8 @@ class PinnedBoundHoldTest {
   private final ManualTicker ticker = new ManualTicker();
   private final Recorder<Buffer> recorder = new Recorder<>();
   private FabricService<Buffer> service;
+  // The test that steers the clock steps its worker on the test's thread instead.
+  private SteppedWorker<Buffer> stepped;
 
   @BeforeEach
   void openFabric() {
@@ -56,23 +58,36 @@ class PinnedBoundHoldTest {
     remote = arena.allocate(1 << 20);
     ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     fabric.script().requireLocalRegistration(true);
+  }
+
+  private DmaConfiguration configuration() {
+    return DmaConfiguration.builder()
+        .providers("fake")
+        .interfaces(List.of(fabric.name()))
+        .maxPinnedBytes(BOUND)
+        .build();
+  }
+
+  private void startService() {
     service =
-        FabricService.<Buffer>builder(
-                DmaConfiguration.builder()
-                    .providers("fake")
-                    .interfaces(List.of(fabric.name()))
-                    .maxPinnedBytes(BOUND)
-                    .build())
-            .completer(recorder)
-            .clock(ticker)
-            .start();
+        FabricService.<Buffer>builder(configuration()).completer(recorder).clock(ticker).start();
+  }
+
+  private void startStepped() {
+    stepped = SteppedWorker.start(configuration(), recorder, ticker);
+    recorder.steppedBy(stepped);
   }
 
   @AfterEach
   void closeFabric() {
     fabric.script().reset();
     fabric.script().releaseCompletions();
-    service.close();
+    if (service != null) {
+      service.close();
+    }
+    if (stepped != null) {
+      stepped.close();
+    }
     target.close();
     fabric.close();
     arena.close();
@@ -93,7 +108,11 @@ class PinnedBoundHoldTest {
     return TransferRequest.write(1, slice, buffer);
   }
 
-  private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
+  private void waitUntil(BooleanSupplier condition) throws InterruptedException {
+    if (stepped != null) {
+      stepped.stepUntil(condition, "condition");
+      return;
+    }
     long deadline = System.nanoTime() + 30_000_000_000L;
     while (!condition.getAsBoolean()) {
       assertTrue(System.nanoTime() < deadline, "condition not met within 30 s");
@@ -103,6 +122,7 @@ class PinnedBoundHoldTest {
 
   @Test
   void transfersBeyondTheBoundWaitForALeaseAndAllSucceed() throws Exception {
+    startService();
     fabric.script().holdCompletions();
     int transfers = 12;
     for (int i = 0; i < transfers; i++) {
@@ -129,13 +149,14 @@ class PinnedBoundHoldTest {
 
   @Test
   void aTransferHeldPastTheProgressDeadlineFailsRetryablyNamingTheBound() throws Exception {
+    startStepped();
     fabric.script().holdCompletions();
     for (int i = 0; i < 5; i++) {
-      assertTrue(service.submit(write(operand(i))));
+      assertTrue(stepped.submit(write(operand(i))));
     }
     waitUntil(() -> fabric.script().heldCompletions() == 4);
 
-    ticker.advanceAndAwaitRead(Duration.ofSeconds(2)); // past the 1 s progress deadline
+    stepped.advanceAndRead(ticker, Duration.ofSeconds(2)); // past the 1 s progress deadline
 
     Completion<Buffer> failed = recorder.take();
     assertEquals(4, failed.context().id, "the one that did not fit");
@@ -155,12 +176,13 @@ class PinnedBoundHoldTest {
     for (Completion<Buffer> completion : recorder.take(4)) {
       assertTrue(completion.outcome().isDone(), completion.toString());
     }
-    assertTrue(service.submit(write(operand(5))));
+    assertTrue(stepped.submit(write(operand(5))));
     assertTrue(recorder.take().outcome().isDone());
   }
 
   @Test
   void withNothingInFlightToMakeRoomATransferFailsAtOnceAsRetryable() throws Exception {
+    startService();
     // A registered region fills the bound: no transfer's lease can make room.
     try (MemoryRegion region = service.register(arena.allocate(BOUND))) {
       assertTrue(service.submit(write(operand(0))));

@@ -188,32 +188,21 @@ public final class PeerTable {
    * of a slot whose newer incarnation is known) fails the transfer; any other is the client's new
    * address, as if {@linkplain #advertise advertised}.
    *
+   * <p>A request that carries a {@link Peer} the table vouches for the client gets that handle,
+   * found by comparing references (the peer is not read). Otherwise the lookup, after which a
+   * {@link BoundPeer} is vouched for: the request guarantees that its client and address are {@code
+   * clientId} and {@code address}, so the handle the lookup found is its handle.
+   *
    * @param clientId the client
    * @param address the peer address the transfer's request carries; not modified, and copied when
    *     stored
+   * @param peer the request's peer, or null
    * @return the live handle, valid until the client is {@linkplain #release released} or its
    *     address changes
    * @throws DmaException of reason {@link DmaException.Reason#BAD_REQUEST} for a stale address
    *     (nothing changes), from {@link FabricEndpoint#peerIdentity} for a malformed address (the
    *     client keeps its previous entry), or from {@link FabricEndpoint#insertPeer} (the client
    *     then holds nothing)
-   */
-  public long handle(long clientId, byte[] address) {
-    return handle(clientId, address, null);
-  }
-
-  /**
-   * As {@link #handle(long, byte[])}, for a request that carries a {@link Peer}: when it is the
-   * peer this table vouches for the client, that handle, found by comparing references (the peer is
-   * not read). Otherwise the lookup, after which a {@link BoundPeer} is vouched for: the request
-   * guarantees that its client and address are {@code clientId} and {@code address}, so the handle
-   * the lookup found is its handle. Worker thread only.
-   *
-   * @param clientId the client
-   * @param address the request's address
-   * @param peer the request's peer, or null
-   * @return the live handle
-   * @throws DmaException as {@link #handle(long, byte[])}
    */
   public long handle(long clientId, byte[] address, @Nullable Peer peer) {
     if (peer == null) {
@@ -270,38 +259,32 @@ public final class PeerTable {
   }
 
   /**
-   * Makes {@code address} the client's current address, as the application's {@code addPeer} says:
-   * it wins over anything seen before, even an address the client had earlier. Worker thread only.
+   * Makes the peer's address the client's current address, as the application's {@code addPeer}
+   * says: it wins over anything seen before, even an address the client had earlier. Then vouches
+   * for the peer (in place of any other peer of the client) until the client's entry changes.
+   * Worker thread only.
    *
-   * @param clientId the client
-   * @param address its address; not modified, and copied when stored
+   * @param peer the peer {@code addPeer} returns; its address is not modified, and copied when
+   *     stored
    * @return the live handle
    * @throws DmaException from {@link FabricEndpoint#peerIdentity} or {@link
-   *     FabricEndpoint#insertPeer}, as {@link #handle}
+   *     FabricEndpoint#insertPeer}, as {@link #handle}; nothing is vouched for then
    */
-  public long advertise(long clientId, byte[] address) {
+  public long advertise(BoundPeer peer) {
+    long handle = advertised(peer.clientId(), peer.addressBytes());
+    if (vouchable(peer.clientId())) {
+      vouch(peer.clientId(), peer, handle);
+    }
+    return handle;
+  }
+
+  /** Makes {@code address} the client's current address, winning over anything seen before. */
+  private long advertised(long clientId, byte[] address) {
     Entry current = byClient.get(clientId);
     if (current != null && Arrays.equals(current.address, address)) {
       return current.handle;
     }
     return slowHandle(clientId, address, current, true);
-  }
-
-  /**
-   * As {@link #advertise(long, byte[])} with the peer's client and address, then vouches for the
-   * peer (in place of any other peer of the client) until the client's entry changes. Worker thread
-   * only.
-   *
-   * @param peer the peer {@code addPeer} returns
-   * @return the live handle
-   * @throws DmaException as {@link #advertise(long, byte[])}; nothing is vouched for then
-   */
-  public long advertise(BoundPeer peer) {
-    long handle = advertise(peer.clientId(), peer.addressBytes());
-    if (vouchable(peer.clientId())) {
-      vouch(peer.clientId(), peer, handle);
-    }
-    return handle;
   }
 
   /**
@@ -647,7 +630,7 @@ public final class PeerTable {
         }
         try {
           // Its own address, so advertised: current by definition, never stale.
-          advertise(clientId, entry.address);
+          advertised(clientId, entry.address);
           Entry fresh = byClient.get(clientId);
           if (fresh != null && fresh.older == null) {
             fresh.older = entry.older;

@@ -34,7 +34,7 @@ class BoundPeerTest {
     long handle = table.advertise(peer);
     assertTrue(table.vouchesFor(peer));
     assertEquals(handle, table.handle(1, tcp(9000), peer));
-    assertEquals(handle, table.handle(1, tcp(9000)));
+    assertEquals(handle, table.handle(1, tcp(9000), null));
     assertEquals(1, endpoint.inserted().size());
   }
 
@@ -57,7 +57,8 @@ class BoundPeerTest {
   void aTransferCarryingANewAddressWithdrawsThePeerOfTheOldOne() {
     BoundPeer peer = new BoundPeer(1, tcp(9000));
     long first = table.advertise(peer);
-    long moved = table.handle(1, tcp(9001)); // a request without a peer, carrying a new address
+    long moved =
+        table.handle(1, tcp(9001), null); // a request without a peer, carrying a new address
     assertNotEquals(first, moved);
     assertFalse(table.vouchesFor(peer));
     assertThrows(DmaException.class, () -> table.handle(1, tcp(9000), peer));
@@ -69,7 +70,7 @@ class BoundPeerTest {
     long old = table.advertise(peer);
     table.advertise(new BoundPeer(2, tcp(9001)));
     // Client 1 moves onto client 2's entry: shared, not inserted, so nothing is dropped first.
-    long shared = table.handle(1, tcp(9001));
+    long shared = table.handle(1, tcp(9001), null);
     assertNotEquals(old, shared);
     assertEquals(List.of(old), endpoint.removed());
     assertFalse(table.vouchesFor(peer));
@@ -113,7 +114,7 @@ class BoundPeerTest {
     assertFalse(table.vouchesFor(peer));
     long after = table.handle(1, tcp(9000), peer);
     assertNotEquals(before, after, "a handle of the old vector");
-    assertEquals(after, table.handle(1, tcp(9000)));
+    assertEquals(after, table.handle(1, tcp(9000), null));
     assertTrue(table.vouchesFor(peer));
   }
 

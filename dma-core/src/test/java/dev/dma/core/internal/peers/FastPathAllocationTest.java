@@ -27,7 +27,7 @@ class FastPathAllocationTest {
       address[17] = (byte) (i >>> 8);
       sameArrays[i] = address;
       equalCopies[i] = address.clone();
-      table.handle(i, address);
+      table.handle(i, address, null);
     }
     int[] next = {0};
     long[] sink = {0};
@@ -38,8 +38,8 @@ class FastPathAllocationTest {
             200_000,
             () -> {
               int client = next[0]++ & (clients - 1);
-              sink[0] += table.handle(client, sameArrays[client]);
-              sink[0] += table.handle(client, equalCopies[client]);
+              sink[0] += table.handle(client, sameArrays[client], null);
+              sink[0] += table.handle(client, equalCopies[client], null);
               table.warm(batch, noPeers, batch.length);
             });
     assertEquals(clients, endpoint.inserted().size());

@@ -88,8 +88,8 @@ class PeerTableTest {
 
   @Test
   void clientsSharingAnAddressShareOneEntry() {
-    long first = table.handle(1, tcp(9000));
-    long second = table.handle(2, tcp(9000));
+    long first = table.handle(1, tcp(9000), null);
+    long second = table.handle(2, tcp(9000), null);
     assertEquals(first, second);
     assertEquals(1, endpoint.inserted().size());
     assertEquals(1, table.entries());
@@ -99,9 +99,9 @@ class PeerTableTest {
 
   @Test
   void oneClientLeavingKeepsAnEntryAnotherStillUses() {
-    long handle = table.handle(1, tcp(9000));
-    table.handle(2, tcp(9000));
-    table.handle(3, tcp(9000));
+    long handle = table.handle(1, tcp(9000), null);
+    table.handle(2, tcp(9000), null);
+    table.handle(3, tcp(9000), null);
     table.release(1);
     assertEquals(2, table.holders(2));
     assertTrue(endpoint.isLivePeer(handle));
@@ -110,8 +110,8 @@ class PeerTableTest {
 
   @Test
   void theLastClientOutRemovesTheEntry() {
-    long handle = table.handle(1, tcp(9000));
-    table.handle(2, tcp(9000));
+    long handle = table.handle(1, tcp(9000), null);
+    table.handle(2, tcp(9000), null);
     table.release(1);
     table.release(2);
     assertEquals(0, table.clients());
@@ -122,24 +122,24 @@ class PeerTableTest {
 
   @Test
   void releasingAClientTwiceIsHarmless() {
-    long handle = table.handle(1, tcp(9000));
-    table.handle(2, tcp(9000));
+    long handle = table.handle(1, tcp(9000), null);
+    table.handle(2, tcp(9000), null);
     table.release(1);
     table.release(1);
     table.release(42); // never seen
     assertEquals(1, table.holders(2));
     assertTrue(endpoint.isLivePeer(handle));
-    assertEquals(handle, table.handle(2, tcp(9000)));
+    assertEquals(handle, table.handle(2, tcp(9000), null));
     assertEquals(1, endpoint.inserted().size());
   }
 
   @Test
   void reAskingForTheSameAddressHoldsOneReference() {
     byte[] address = tcp(9000);
-    long handle = table.handle(1, address);
-    assertEquals(handle, table.handle(1, address), "the same array");
-    assertEquals(handle, table.handle(1, tcp(9000)), "equal bytes");
-    table.handle(2, address);
+    long handle = table.handle(1, address, null);
+    assertEquals(handle, table.handle(1, address, null), "the same array");
+    assertEquals(handle, table.handle(1, tcp(9000), null), "equal bytes");
+    table.handle(2, address, null);
     assertEquals(2, table.holders(1), "client 1 holds it once, however often it asks");
     table.release(2);
     assertEquals(1, table.holders(1));
@@ -149,9 +149,9 @@ class PeerTableTest {
   @Test
   void theStoredAddressIsACopy() {
     byte[] address = tcp(9000);
-    long handle = table.handle(1, address);
+    long handle = table.handle(1, address, null);
     address[3] = 99; // the caller reuses its array for another peer
-    long other = table.handle(1, address);
+    long other = table.handle(1, address, null);
     assertNotEquals(handle, other);
     assertEquals(List.of(handle), endpoint.removed());
   }
@@ -169,26 +169,27 @@ class PeerTableTest {
 
   @Test
   void sweepingKeepsLiveEntries() {
-    long live = table.handle(1, tcp(9000));
+    long live = table.handle(1, tcp(9000), null);
     table.sweepThreshold(0);
-    table.handle(2, tcp(9001)); // inserting sweeps
+    table.handle(2, tcp(9001), null); // inserting sweeps
     assertEquals(2, table.indexSize());
     assertEquals(PeerTable.SWEEP_FLOOR, table.sweepThreshold());
-    assertEquals(live, table.handle(3, tcp(9000)), "the live entry is still found by identity");
+    assertEquals(
+        live, table.handle(3, tcp(9000), null), "the live entry is still found by identity");
     assertEquals(2, endpoint.inserted().size());
   }
 
   @Test
   void theIndexIsSweptAsItGrows() {
     for (int i = 0; i < 64; i++) {
-      table.handle(i, tcp(i));
+      table.handle(i, tcp(i), null);
       table.release(i);
     }
     assertEquals(64, table.indexSize(), "released entries stay, dead, until a sweep");
-    table.handle(1000, tcp(1000));
+    table.handle(1000, tcp(1000), null);
     assertEquals(1, table.indexSize());
     for (int i = 0; i < 100; i++) {
-      table.handle(2000 + i, tcp(2000 + i));
+      table.handle(2000 + i, tcp(2000 + i), null);
     }
     assertEquals(101, table.indexSize());
     assertEquals(128, table.sweepThreshold(), "twice the live entries after the last sweep");
@@ -201,8 +202,8 @@ class PeerTableTest {
     byte[] two = efa(7, 0x2222);
     assertFalse(Arrays.equals(one, two));
     assertArrayEquals(endpoint.peerIdentity(one), endpoint.peerIdentity(two));
-    table.handle(1, one);
-    table.handle(2, two); // the same slot, a new incarnation: the old one is dead
+    table.handle(1, one, null);
+    table.handle(2, two, null); // the same slot, a new incarnation: the old one is dead
     assertEquals(1, table.entries());
     assertEquals(1, table.clients());
   }
@@ -211,8 +212,8 @@ class PeerTableTest {
   void efaAddressesWithDifferentQpnsAreDifferentSlots() {
     endpoint.efa = true;
     assertFalse(Arrays.equals(endpoint.peerIdentity(efa(7, 1)), endpoint.peerIdentity(efa(8, 1))));
-    long first = table.handle(1, efa(7, 1));
-    long second = table.handle(2, efa(8, 1));
+    long first = table.handle(1, efa(7, 1), null);
+    long second = table.handle(2, efa(8, 1), null);
     assertNotEquals(first, second);
     assertEquals(2, table.entries());
     assertEquals(List.of(), warnings);
@@ -221,16 +222,17 @@ class PeerTableTest {
   @Test
   void efaRejectsAnyLengthButTheProviders() {
     endpoint.efa = true;
-    long handle = table.handle(1, efa(7, 1));
+    long handle = table.handle(1, efa(7, 1), null);
     for (int length : new int[] {31, 33}) {
       DmaException rejected =
-          assertThrows(DmaException.class, () -> table.handle(1, new byte[length]));
+          assertThrows(DmaException.class, () -> table.handle(1, new byte[length], null));
       assertEquals("efa address is " + length + " bytes, not 32", rejected.getMessage());
       assertEquals(DmaException.Kind.FABRIC, rejected.kind());
     }
-    assertEquals(handle, table.handle(1, efa(7, 1)), "a rejected address leaves the entry alone");
+    assertEquals(
+        handle, table.handle(1, efa(7, 1), null), "a rejected address leaves the entry alone");
     assertEquals(1, endpoint.inserted().size());
-    table.handle(2, new byte[32]);
+    table.handle(2, new byte[32], null);
   }
 
   @Test
@@ -239,7 +241,7 @@ class PeerTableTest {
     byte[] two = tcp(9000);
     two[15] = 1;
     assertFalse(Arrays.equals(endpoint.peerIdentity(one), endpoint.peerIdentity(two)));
-    assertNotEquals(table.handle(1, one), table.handle(2, two));
+    assertNotEquals(table.handle(1, one, null), table.handle(2, two, null));
     assertEquals(2, table.entries());
   }
 
@@ -247,13 +249,13 @@ class PeerTableTest {
   void aRecycledQueuePairEvictsItsDeadIncarnation() {
     endpoint.efa = true;
     byte[] old = efa(7, 0x1234);
-    long stale = table.handle(1, old);
-    table.handle(2, old);
-    table.handle(3, efa(9, 1)); // another slot, untouched
+    long stale = table.handle(1, old, null);
+    table.handle(2, old, null);
+    table.handle(3, efa(9, 1), null); // another slot, untouched
     byte[] recycled = old.clone();
     recycled[20] ^= 1;
 
-    long fresh = table.handle(1, recycled);
+    long fresh = table.handle(1, recycled, null);
 
     assertNotEquals(stale, fresh);
     assertEquals(2, table.clients(), "client 2 held the dead incarnation and was released");
@@ -266,7 +268,7 @@ class PeerTableTest {
         List.of("client 1 advertised a recycled id; released the stale endpoint and 2 clients"),
         warnings);
     // Client 2 comes back with the new incarnation and shares it.
-    assertEquals(fresh, table.handle(2, recycled));
+    assertEquals(fresh, table.handle(2, recycled, null));
     assertEquals(2, table.holders(1));
   }
 
@@ -276,12 +278,12 @@ class PeerTableTest {
     java.util.Set<Long> busy = new java.util.HashSet<>(List.of(2L));
     table.deferRemovalWhile(busy::contains);
     byte[] old = efa(7, 0x1234);
-    long stale = table.handle(1, old);
-    table.handle(2, old);
+    long stale = table.handle(1, old, null);
+    table.handle(2, old, null);
     byte[] recycled = old.clone();
     recycled[20] ^= 1;
 
-    long fresh = table.handle(1, recycled);
+    long fresh = table.handle(1, recycled, null);
 
     // Client 2 still has ops posted against the stale handle: removing it now would pull the
     // peer from under them (EFA never completes them).
@@ -299,9 +301,9 @@ class PeerTableTest {
 
   @Test
   void afterAResetLiveClientsAreInsertedAgainAndDeadOnesHoldNothing() {
-    long one = table.handle(1, new byte[] {1, 2, 3});
-    table.handle(2, new byte[] {1, 2, 3});
-    table.handle(3, new byte[] {9, 9});
+    long one = table.handle(1, new byte[] {1, 2, 3}, null);
+    table.handle(2, new byte[] {1, 2, 3}, null);
+    table.handle(3, new byte[] {9, 9}, null);
     endpoint.reset();
     int inserted = table.reinsertAfterReset(clientId -> clientId != 3);
     assertEquals(2, inserted);
@@ -310,20 +312,20 @@ class PeerTableTest {
     assertEquals(2, table.holders(1));
     assertEquals(0, table.holders(3));
     assertEquals(1, table.entries());
-    assertNotEquals(one, table.handle(1, new byte[] {1, 2, 3}), "a handle of the old vector");
+    assertNotEquals(one, table.handle(1, new byte[] {1, 2, 3}, null), "a handle of the old vector");
   }
 
   @Test
   void aClientMovingToANewAddressReleasesTheOld() {
-    long old = table.handle(1, tcp(9000));
-    long moved = table.handle(1, tcp(9001));
+    long old = table.handle(1, tcp(9000), null);
+    long moved = table.handle(1, tcp(9001), null);
     assertNotEquals(old, moved);
     assertEquals(List.of(old), endpoint.removed());
     assertEquals(1, table.entries());
     // Still shared with another client: moving does not remove it. (Moving back takes an
     // advertisement: a transfer carrying the old address now is stale.)
-    table.handle(2, tcp(9001));
-    table.advertise(1, tcp(9000));
+    table.handle(2, tcp(9001), null);
+    table.advertise(new BoundPeer(1, tcp(9000)));
     assertEquals(List.of(old), endpoint.removed());
     assertEquals(2, table.entries());
   }
@@ -331,7 +333,7 @@ class PeerTableTest {
   @Test
   void aFailedRemovalIsLoggedNotThrown() {
     endpoint.removePeerCode = -22;
-    table.handle(1, tcp(9000));
+    table.handle(1, tcp(9000), null);
     table.release(1);
     assertEquals(List.of("fi_av_remove failed releasing a peer address: -22"), warnings);
     assertEquals(1, table.removes());
@@ -339,9 +341,9 @@ class PeerTableTest {
 
   @Test
   void clearForgetsEveryEntryWithoutRemovingIt() {
-    table.handle(1, tcp(9000));
-    table.handle(2, tcp(9000));
-    table.handle(3, tcp(9001));
+    table.handle(1, tcp(9000), null);
+    table.handle(2, tcp(9000), null);
+    table.handle(3, tcp(9001), null);
     table.clear();
     // Nothing is removed from the address vector: its close (right after) releases everything,
     // and a removal of a peer whose endpoint already closed crashes shm.
@@ -365,8 +367,8 @@ class PeerTableTest {
   void aReAdvertisedAddressLeavesTheVectorOnlyOnceTheClientsOpsAreDone() {
     java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
     table.deferRemovalWhile(busy::contains);
-    long old = table.handle(1, tcp(9000));
-    long moved = table.handle(1, tcp(9001));
+    long old = table.handle(1, tcp(9000), null);
+    long moved = table.handle(1, tcp(9001), null);
     assertNotEquals(old, moved);
     // Its transfers posted against the old handle are still in flight.
     assertEquals(List.of(), endpoint.removed());
@@ -385,23 +387,23 @@ class PeerTableTest {
   void aTransferCarryingAClientsPreviousAddressFailsAndTouchesNothing() {
     byte[] first = tcp(9000);
     byte[] second = tcp(9001);
-    table.handle(1, first);
-    long current = table.handle(1, second);
+    table.handle(1, first, null);
+    long current = table.handle(1, second, null);
     int inserted = endpoint.inserted().size();
     List<Long> removed = List.copyOf(endpoint.removed());
     for (int i = 0; i < 3; i++) {
-      DmaException stale = assertThrows(DmaException.class, () -> table.handle(1, first));
+      DmaException stale = assertThrows(DmaException.class, () -> table.handle(1, first, null));
       assertEquals(DmaException.Reason.BAD_REQUEST, stale.reason());
       assertTrue(stale.getMessage().contains("client 1"), stale.getMessage());
       assertTrue(stale.getMessage().contains(hex(first)), stale.getMessage());
       assertTrue(stale.getMessage().contains(hex(second)), stale.getMessage());
       assertTrue(stale.getMessage().contains("current advertisement"), stale.getMessage());
-      assertEquals(current, table.handle(1, second), "the current address is untouched");
+      assertEquals(current, table.handle(1, second, null), "the current address is untouched");
     }
     assertEquals(inserted, endpoint.inserted().size());
     assertEquals(removed, endpoint.removed());
     // Another client may still use the first address: staleness is the moved client's.
-    table.handle(2, first);
+    table.handle(2, first, null);
   }
 
   @Test
@@ -412,17 +414,17 @@ class PeerTableTest {
     table.deferRemovalWhile(busy::contains);
     byte[] old = efa(7, 0x1234);
     byte[] recycled = efa(7, 0x5678);
-    long stale = table.handle(1, old);
-    long fresh = table.handle(2, recycled);
+    long stale = table.handle(1, old, null);
+    long fresh = table.handle(2, recycled, null);
     assertEquals(1, table.evictions());
     // Client 1's queued transfers still carry the old incarnation, client 2's the new one: they
     // used to evict each other back and forth, a warning each time.
     for (int i = 0; i < 10; i++) {
-      DmaException refused = assertThrows(DmaException.class, () -> table.handle(1, old));
+      DmaException refused = assertThrows(DmaException.class, () -> table.handle(1, old, null));
       assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason());
       assertTrue(refused.getMessage().contains("older incarnation"), refused.getMessage());
       assertTrue(refused.getMessage().contains(hex(recycled)), refused.getMessage());
-      assertEquals(fresh, table.handle(2, recycled));
+      assertEquals(fresh, table.handle(2, recycled, null));
     }
     assertEquals(1, table.evictions());
     assertEquals(1, warnings.size(), () -> "warnings: " + warnings);
@@ -433,20 +435,20 @@ class PeerTableTest {
     table.removeRetired();
     assertEquals(List.of(stale), endpoint.removed());
     // Client 1 re-advertised (or its next transfer carries the new address): it shares the slot.
-    assertEquals(fresh, table.handle(1, recycled));
+    assertEquals(fresh, table.handle(1, recycled, null));
   }
 
   @Test
   @Timeout(10)
   void advertisingAnOldAddressMakesItCurrentAndTheOtherStale() {
-    table.handle(1, tcp(9000));
-    table.handle(1, tcp(9001));
-    long back = table.advertise(1, tcp(9000));
-    assertEquals(back, table.handle(1, tcp(9000)));
-    DmaException stale = assertThrows(DmaException.class, () -> table.handle(1, tcp(9001)));
+    table.handle(1, tcp(9000), null);
+    table.handle(1, tcp(9001), null);
+    long back = table.advertise(new BoundPeer(1, tcp(9000)));
+    assertEquals(back, table.handle(1, tcp(9000), null));
+    DmaException stale = assertThrows(DmaException.class, () -> table.handle(1, tcp(9001), null));
     assertEquals(DmaException.Reason.BAD_REQUEST, stale.reason());
     // A new address is a re-advertisement, never stale.
-    table.handle(1, tcp(9002));
+    table.handle(1, tcp(9002), null);
   }
 
   @Test
@@ -454,10 +456,11 @@ class PeerTableTest {
   void aClientComingBackToARetiredEntrySharesItRatherThanInsertingItTwice() {
     java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
     table.deferRemovalWhile(busy::contains);
-    long first = table.handle(1, tcp(9000));
-    table.handle(1, tcp(9001));
+    long first = table.handle(1, tcp(9000), null);
+    table.handle(1, tcp(9001), null);
     assertTrue(table.hasRetired());
-    assertEquals(first, table.handle(2, tcp(9000)), "the retired entry is still in the vector");
+    assertEquals(
+        first, table.handle(2, tcp(9000), null), "the retired entry is still in the vector");
     assertFalse(table.hasRetired());
     assertEquals(2, endpoint.inserted().size());
     busy.clear();
@@ -470,9 +473,10 @@ class PeerTableTest {
   void aSharedEntryABusyClientLeftWaitsForItEvenWhenTheLastHolderIsReleased() {
     java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
     table.deferRemovalWhile(busy::contains);
-    long shared = table.handle(1, tcp(9000));
-    table.handle(2, tcp(9000));
-    table.handle(1, tcp(9001)); // client 1 moves with transfers still posted on the shared entry
+    long shared = table.handle(1, tcp(9000), null);
+    table.handle(2, tcp(9000), null);
+    table.handle(
+        1, tcp(9001), null); // client 1 moves with transfers still posted on the shared entry
     table.release(2);
     assertEquals(List.of(), endpoint.removed());
     busy.clear();
@@ -485,7 +489,7 @@ class PeerTableTest {
   void releasingABusyClientRemovesAtOnceSoTheProviderFlushesItsOps() {
     java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
     table.deferRemovalWhile(busy::contains);
-    long handle = table.handle(1, tcp(9000));
+    long handle = table.handle(1, tcp(9000), null);
     table.release(1);
     assertEquals(List.of(handle), endpoint.removed());
     assertFalse(table.hasRetired());
@@ -494,11 +498,11 @@ class PeerTableTest {
   @Test
   @Timeout(10)
   void whatMakesAnAddressStaleSurvivesAnEndpointReset() {
-    table.handle(1, tcp(9000));
-    table.handle(1, tcp(9001));
+    table.handle(1, tcp(9000), null);
+    table.handle(1, tcp(9001), null);
     endpoint.reset();
     assertEquals(1, table.reinsertAfterReset(clientId -> true));
-    assertThrows(DmaException.class, () -> table.handle(1, tcp(9000)));
-    table.handle(1, tcp(9001));
+    assertThrows(DmaException.class, () -> table.handle(1, tcp(9000), null));
+    table.handle(1, tcp(9001), null);
   }
 }
