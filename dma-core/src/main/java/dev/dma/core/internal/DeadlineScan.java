@@ -4,6 +4,7 @@ import dev.dma.api.DmaException;
 import dev.dma.api.Operands;
 import dev.dma.core.internal.peers.PeerTable;
 import dev.dma.spi.FabricEndpoint;
+import java.util.Set;
 
 /**
  * The completion deadline's scan of the posted ops, reached only when it is due: an op past the
@@ -37,10 +38,7 @@ final class DeadlineScan<T extends Operands> {
   private final boolean removalFlushes;
 
   DeadlineScan(
-      FabricWorker<T> worker,
-      boolean inPostOrder,
-      boolean strandsOpsOfGonePeers,
-      boolean removalFlushes) {
+      FabricWorker<T> worker, boolean inPostOrder, Set<FabricEndpoint.Capability> declared) {
     this.worker = worker;
     this.endpoint = worker.endpoint;
     this.peers = worker.peers;
@@ -50,8 +48,9 @@ final class DeadlineScan<T extends Operands> {
     this.probe = worker.probe;
     this.completionDeadline = worker.completionDeadline;
     this.inPostOrder = inPostOrder;
-    this.strandsOpsOfGonePeers = strandsOpsOfGonePeers;
-    this.removalFlushes = removalFlushes;
+    this.strandsOpsOfGonePeers =
+        declared.contains(FabricEndpoint.Capability.STRANDS_OPERATIONS_OF_GONE_PEERS);
+    this.removalFlushes = declared.contains(FabricEndpoint.Capability.REMOVAL_FLUSHES);
   }
 
   /**

@@ -220,14 +220,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     this.probe = new PeerProbe(endpoint, warnings, progressDeadlineNs);
     this.probeAfterNs = probe.probeAfterNs();
     // The provider's declared behaviour, read once here.
-    Set<FabricEndpoint.Capability> capabilities = endpoint.capabilities();
-    boolean inPostOrder = capabilities.contains(FabricEndpoint.Capability.COMPLETES_IN_POST_ORDER);
-    this.deadlines =
-        new DeadlineScan<>(
-            this,
-            inPostOrder,
-            capabilities.contains(FabricEndpoint.Capability.STRANDS_OPERATIONS_OF_GONE_PEERS),
-            capabilities.contains(FabricEndpoint.Capability.REMOVAL_FLUSHES));
+    Set<FabricEndpoint.Capability> declared = endpoint.capabilities();
+    boolean inPostOrder = declared.contains(FabricEndpoint.Capability.COMPLETES_IN_POST_ORDER);
+    this.deadlines = new DeadlineScan<>(this, inPostOrder, declared);
     this.refused = new RefusedPosts<>(this, progressDeadline, completionDeadline);
     this.errors = new CompletionErrors<>(this);
     this.resets = new Resets<>(this, addressChanged, progressDeadlineNs, inPostOrder);
