@@ -10,8 +10,11 @@ import org.jspecify.annotations.Nullable;
  * site sees at most two receiver types: {@link PlainQuirks} (every provider but shm: post straight
  * through, nothing to settle) and {@link ShmQuirks} (shm's bounce buffers, its write check on 2.5+,
  * its failed-read matching up to 2.4, the first-page refusal and the locks around posts to peer
- * endpoints of this process). A new provider quirk on the data path is one more method here, or one
- * more implementation for its provider.
+ * endpoints of this process). Every decision either takes on the provider's name or the library's
+ * version is a {@link Quirks} predicate, asked once by the implementation's constructor and kept in
+ * a final field: a new data-path quirk of a provider is its predicate there and its use in the one
+ * implementation that acts on it. A quirk that needs a new hook on the data path is one more method
+ * here and in both implementations.
  *
  * <p>Only the endpoint's owner thread calls it. The per-transfer methods ({@link #postWrite},
  * {@link #postRead}, {@link #catchUp}, {@link #succeeded}, {@link #errored}, {@link #settle})
@@ -21,7 +24,9 @@ sealed interface EndpointQuirks permits PlainQuirks, ShmQuirks {
 
   /**
    * The quirks of an endpoint that opened on {@code facts}' provider, with the loaded library's
-   * version ({@link Quirks}).
+   * version. This only picks the class; each implementation's constructor asks {@link Quirks} for
+   * the decisions it acts on, from the same provider name and version, so a decision added there
+   * reaches the class that acts on it without passing through here.
    *
    * @param endpoint the endpoint, whose data path the quirks use
    * @param facts what libfabric returned
@@ -31,10 +36,8 @@ sealed interface EndpointQuirks permits PlainQuirks, ShmQuirks {
   static EndpointQuirks choose(LibfabricEndpoint endpoint, InfoFacts facts, int libraryVersion) {
     String provider = facts.providerName();
     return Quirks.needsShmWorkarounds(provider)
-        ? new ShmQuirks(
-            endpoint, Quirks.shmReportsRefusedRmaAsDone(provider, libraryVersion), libraryVersion)
-        : new PlainQuirks(
-            endpoint.data, endpoint.arena, Quirks.socketsEnoentMeansPeerGone(provider));
+        ? new ShmQuirks(endpoint, provider, libraryVersion)
+        : new PlainQuirks(endpoint, provider, libraryVersion);
   }
 
   /**

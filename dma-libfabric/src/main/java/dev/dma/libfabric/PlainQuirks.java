@@ -12,17 +12,31 @@ import org.jspecify.annotations.Nullable;
  * sock_ep_get_conn}; the endpoint refuses unknown handles before libfabric sees them), which means
  * the peer is gone.
  *
- * <p>Only the endpoint's owner thread calls it; nothing here allocates.
+ * <p>Each decision on the provider's name or the library's version is asked of {@link Quirks} here,
+ * in the constructor, and kept in a final field: the data path reads a boolean, never a name.
+ *
+ * <p>Chosen at open ({@link EndpointQuirks#choose}) for every provider but shm; owned by the
+ * endpoint. Only the endpoint's owner thread calls it; nothing here allocates.
  */
 final class PlainQuirks implements EndpointQuirks {
   private final DataPath data;
   private final Arena arena;
+
+  /** {@link Quirks#socketsEnoentMeansPeerGone}. */
   private final boolean enoentMeansPeerGone;
 
-  PlainQuirks(DataPath data, Arena arena, boolean enoentMeansPeerGone) {
-    this.data = data;
-    this.arena = arena;
-    this.enoentMeansPeerGone = enoentMeansPeerGone;
+  /**
+   * The quirks of {@code endpoint}, which opened on {@code provider}.
+   *
+   * @param endpoint the endpoint, whose data path and arena these use
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @param libraryVersion the loaded library's packed {@code fi_version()}, for the decisions that
+   *     are version-gated (none yet on this path)
+   */
+  PlainQuirks(LibfabricEndpoint endpoint, String provider, int libraryVersion) {
+    this.data = endpoint.data;
+    this.arena = endpoint.arena;
+    this.enoentMeansPeerGone = Quirks.socketsEnoentMeansPeerGone(provider);
   }
 
   @Override

@@ -3,17 +3,19 @@ package dev.dma.libfabric;
 import dev.dma.libfabric.internal.Abi;
 
 /**
- * Every decision dma-libfabric takes on a provider's name, in one place: provider behaviour that
- * differs from what libfabric's man pages promise, each pinned to the library versions where it was
- * read in the source and seen in a test, and the provider families the rest of the package asks
- * about ({@link #shm}, {@link #overTcp}, {@link #rxm}, {@link #rxd}, {@link #sockets}). No other
- * class of the package compares a provider's name (LibfabricProvider parses the {@code libfabric:}
- * prefix of a configured name, and FabricQuery matches a returned entry's name to the one asked
- * for; neither decides anything about a provider).
+ * Every decision dma-libfabric takes on a provider's name or the loaded library's version, in one
+ * place: provider behaviour that differs from what libfabric's man pages promise, each pinned to
+ * the library versions where it was read in the source and seen in a test, and the provider
+ * families the rest of the package asks about ({@link #shm}, {@link #overTcp}, {@link #rxm}, {@link
+ * #rxd}, {@link #sockets}). No other class of the package compares a provider's name
+ * (LibfabricProvider parses the {@code libfabric:} prefix of a configured name, and FabricQuery
+ * matches a returned entry's name to the one asked for; neither decides anything about a provider).
  *
  * <p>Each version-gated predicate takes the loaded library's {@code fi_version()} ({@link
  * Libfabric#version()}), never the API version dma asks for: these are properties of the code that
- * runs, not of the API contract requested. Stateless; any thread.
+ * runs, not of the API contract requested. The data path never calls here: {@link EndpointQuirks}'
+ * implementations ask at construction (the endpoint's open) and keep each answer in a final field.
+ * Stateless; any thread.
  */
 final class Quirks {
   private Quirks() {}
@@ -146,6 +148,37 @@ final class Quirks {
    */
   static boolean shmSkipsCmaCheckForLocalPeers(String provider, int libraryVersion) {
     return shm(provider) && libraryVersion >= Abi.FI_VERSION_2_0;
+  }
+
+  /**
+   * shm does not say which read it could not copy: up to libfabric 2.4. shm copies a read itself
+   * inside the post (CMA, {@code smr_rma_fast}); when the target has not mapped the range, 2.0 to
+   * 2.4 answer {@code -FI_EAGAIN} and write nothing, and 1.x accepts the post and writes an error
+   * entry naming no operation ({@link #shmAcceptsReadsItCannotCopy}). From 2.5 the post answers
+   * {@code -FI_EAGAIN} and writes that entry inside the post, where the endpoint reads it. So up to
+   * 2.4 dma asks the kernel which read it was ({@link ShmFailedReads}); ShmRefusalTest pins all
+   * three.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @param libraryVersion the loaded library's packed {@code fi_version()}
+   * @return whether a failed read copy must be matched to its read by dma
+   */
+  static boolean shmLeavesFailedReadCopiesUnnamed(String provider, int libraryVersion) {
+    return shm(provider) && libraryVersion < Abi.FI_VERSION_2_5;
+  }
+
+  /**
+   * shm accepts a read whose copy fails and reports the failure afterwards, with an error entry
+   * naming no operation: libfabric 1.x (from 2.0 the post answers {@code -FI_EAGAIN}). Only then
+   * does dma record every posted read ({@link ShmFailedReads#reportsAfterThePost}), so that the
+   * entry can be matched to the oldest read in flight whose range the target has not mapped.
+   *
+   * @param provider the provider's name ({@code fabric_attr->prov_name})
+   * @param libraryVersion the loaded library's packed {@code fi_version()}
+   * @return whether a read shm cannot copy is accepted and failed later, unnamed
+   */
+  static boolean shmAcceptsReadsItCannotCopy(String provider, int libraryVersion) {
+    return shm(provider) && libraryVersion < Abi.FI_VERSION_2_0;
   }
 
   /**

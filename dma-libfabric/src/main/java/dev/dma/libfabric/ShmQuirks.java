@@ -23,7 +23,8 @@ import org.jspecify.annotations.Nullable;
  *   <li>the first page: a remote address below 4096 is refused before posting ({@code -FI_EFAULT}),
  *       since shm would not refuse it;
  *   <li>a read shm could not copy: from 2.5 the error entry naming no operation is read inside the
- *       post ({@link #failedCopy}); 2.0 to 2.4 and 1.x through {@link ShmFailedReads};
+ *       post ({@link #failedCopy}); 2.0 to 2.4 and 1.x through {@link ShmFailedReads} ({@link
+ *       Quirks#shmLeavesFailedReadCopiesUnnamed}, {@link Quirks#shmAcceptsReadsItCannotCopy});
  *   <li>peer endpoints of this process ({@link ShmNames.Local}): a post holds the peer's monitor
  *       and checks it is still open, so the peer's close cannot unmap its region inside the post.
  * </ul>
@@ -66,9 +67,10 @@ import org.jspecify.annotations.Nullable;
  * and completion. Other providers never reach this class ({@link PlainQuirks}).
  *
  * <p>Chosen at open ({@link EndpointQuirks#choose}) when the provider is shm; owned by the endpoint
- * and used by its owner thread only. The post and completion paths allocate nothing (a failure's
- * text is built on the failure path); the locks are the peer records' monitors, taken only for
- * peers in this process.
+ * and used by its owner thread only. Every decision on the library's version is a {@link Quirks}
+ * predicate asked in the constructor and kept in a final field; this class compares no versions.
+ * The post and completion paths allocate nothing (a failure's text is built on the failure path);
+ * the locks are the peer records' monitors, taken only for peers in this process.
  */
 final class ShmQuirks implements EndpointQuirks {
   /** The first page, which no process maps (Linux's {@code vm.mmap_min_addr} is at least this). */
@@ -77,8 +79,16 @@ final class ShmQuirks implements EndpointQuirks {
   private final LibfabricEndpoint endpoint;
   private final DataPath data;
   private final AddressVector peers;
+
+  // The decisions on the library's version, asked of Quirks once, at construction.
+  /** {@link Quirks#shmReportsRefusedRmaAsDone}: the write check (2.5+). */
   private final boolean reportsRefusedAsDone;
-  private final int libraryVersion;
+
+  /** {@link Quirks#shmLeavesFailedReadCopiesUnnamed}: {@link ShmFailedReads} (up to 2.4). */
+  private final boolean leavesFailedReadCopiesUnnamed;
+
+  /** {@link Quirks#shmAcceptsReadsItCannotCopy}: every posted read recorded (1.x). */
+  private final boolean acceptsReadsItCannotCopy;
 
   // The buffers the peer sees instead of the caller's operands (see ShmBounce); from openSlots.
   private @Nullable ShmBounce bounce;
@@ -96,12 +106,21 @@ final class ShmQuirks implements EndpointQuirks {
   // Inside failedCopy: an error entry naming no operation is the post's, not one to warn about.
   private boolean takingFailedCopy;
 
-  ShmQuirks(LibfabricEndpoint endpoint, boolean reportsRefusedAsDone, int libraryVersion) {
+  /**
+   * The quirks of {@code endpoint}, which opened on shm.
+   *
+   * @param endpoint the endpoint, whose data path, peers and registrations these use
+   * @param provider the provider's name ({@code fabric_attr->prov_name}), shm
+   * @param libraryVersion the loaded library's packed {@code fi_version()}
+   */
+  ShmQuirks(LibfabricEndpoint endpoint, String provider, int libraryVersion) {
     this.endpoint = endpoint;
     this.data = endpoint.data;
     this.peers = endpoint.peers;
-    this.reportsRefusedAsDone = reportsRefusedAsDone;
-    this.libraryVersion = libraryVersion;
+    this.reportsRefusedAsDone = Quirks.shmReportsRefusedRmaAsDone(provider, libraryVersion);
+    this.leavesFailedReadCopiesUnnamed =
+        Quirks.shmLeavesFailedReadCopiesUnnamed(provider, libraryVersion);
+    this.acceptsReadsItCannotCopy = Quirks.shmAcceptsReadsItCannotCopy(provider, libraryVersion);
   }
 
   /**
@@ -115,8 +134,8 @@ final class ShmQuirks implements EndpointQuirks {
     data.openSlab(count, reportsRefusedAsDone ? 2 : 1, endpoint.arena);
     bounce = new ShmBounce(count);
     refuseFirstPage = endpoint.objects.facts.virtualAddressing();
-    if (refuseFirstPage && libraryVersion < Abi.FI_VERSION_2_5) {
-      failedReads = new ShmFailedReads(count, libraryVersion < Abi.FI_VERSION_2_0);
+    if (refuseFirstPage && leavesFailedReadCopiesUnnamed) {
+      failedReads = new ShmFailedReads(count, acceptsReadsItCannotCopy);
     }
     if (reportsRefusedAsDone) {
       ShmWriteCheck writeCheck = new ShmWriteCheck(count, endpoint.arena);
@@ -232,6 +251,7 @@ final class ShmQuirks implements EndpointQuirks {
       }
       return rc;
     }
+    // Reached only where shm names its failed copy inside the post (2.5+: no failedReads).
     return rc == -Abi.FI_EAGAIN && refuseFirstPage ? failedCopy(rc) : rc;
   }
 
