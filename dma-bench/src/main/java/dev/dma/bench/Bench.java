@@ -3,6 +3,7 @@ package dev.dma.bench;
 import dev.dma.api.Advertisement;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.core.AsyncFabricService;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
 import dev.dma.core.FabricServiceGroup;
@@ -101,17 +102,51 @@ final class Bench {
   static List<Result> run(
       Plan plan, Progress progress, OpenTelemetry openTelemetry, Striping striping)
       throws Exception {
+    return run(plan, progress, openTelemetry, striping, 0);
+  }
+
+  /**
+   * Runs every point of the plan as {@link #run(Plan, Progress, OpenTelemetry, Striping)} does or,
+   * with {@code virtualThreads > 0}, through {@link dev.dma.core.AsyncFabricService} with that many
+   * virtual threads, each blocking on its transfer's future ({@link VirtualThreadLoop}); the window
+   * stays the service's cap on posted transfers.
+   *
+   * @param plan what to measure
+   * @param progress where to draw progress
+   * @param openTelemetry where a single service's spans and metrics go (a group records none)
+   * @param striping the devices
+   * @param virtualThreads 0 for the pipelined loop, else the number of virtual threads
+   * @return one result per point, in order
+   * @throws Exception when set-up fails (provider, endpoint, target, control connection)
+   */
+  static List<Result> run(
+      Plan plan,
+      Progress progress,
+      OpenTelemetry openTelemetry,
+      Striping striping,
+      int virtualThreads)
+      throws Exception {
     DmaConfiguration configuration =
         configuration(plan.provider(), plan.bind().orElse(null), plan.window());
     if (plan.targetIdle().isPresent()) {
       configuration = configuration.toBuilder().targetIdle(plan.targetIdle().get()).build();
     }
     FabricProvider provider = FabricProviders.select(configuration);
-    ClosedLoop loop = new ClosedLoop(plan.window());
+    PointLoop loop =
+        virtualThreads > 0 ? new VirtualThreadLoop(virtualThreads) : new ClosedLoop(plan.window());
     List<Result> results = new ArrayList<>();
     try (Arena arena = Arena.ofShared();
         Side service = Side.open(configuration, provider, loop, openTelemetry, striping);
         Targets targets = Targets.open(plan, configuration, provider, service.localAddresses())) {
+      if (virtualThreads > 0) {
+        progress.note(
+            String.format(
+                Locale.ROOT,
+                "note: %d virtual threads, each blocking on its transfer's future"
+                    + " (AsyncFabricService), at most %d posted",
+                virtualThreads,
+                plan.window()));
+      }
       if (striping.devices() > 1) {
         progress.note(
             String.format(
@@ -187,7 +222,7 @@ final class Bench {
 
   private static Result measure(
       Plan plan,
-      ClosedLoop loop,
+      PointLoop loop,
       Direction direction,
       MemorySegment operand,
       List<Advertisement> ads,
@@ -298,19 +333,43 @@ final class Bench {
   private static final class Side implements AutoCloseable {
     private final FabricService<ClosedLoop.Slot> service;
     private final FabricServiceGroup<ClosedLoop.Slot> group;
+    private final AsyncFabricService<VirtualThreadLoop.Slot> async;
 
     private Side(
-        FabricService<ClosedLoop.Slot> service, FabricServiceGroup<ClosedLoop.Slot> group) {
+        FabricService<ClosedLoop.Slot> service,
+        FabricServiceGroup<ClosedLoop.Slot> group,
+        AsyncFabricService<VirtualThreadLoop.Slot> async) {
       this.service = service;
       this.group = group;
+      this.async = async;
     }
 
     static Side open(
         DmaConfiguration configuration,
         FabricProvider provider,
-        ClosedLoop loop,
+        PointLoop pointLoop,
         OpenTelemetry openTelemetry,
         Striping striping) {
+      if (pointLoop instanceof VirtualThreadLoop threads) {
+        AsyncFabricService.Builder<VirtualThreadLoop.Slot> builder =
+            AsyncFabricService.<VirtualThreadLoop.Slot>builder(
+                    striping.devices() <= 1
+                        ? configuration
+                        : configuration.toBuilder()
+                            .interfaces(
+                                java.util.Collections.nCopies(
+                                    striping.devices(), striping.device()))
+                            .build())
+                .provider(provider)
+                .openTelemetry(openTelemetry);
+        if (striping.devices() > 1) {
+          builder.stripeThresholdBytes(striping.thresholdBytes());
+        }
+        AsyncFabricService<VirtualThreadLoop.Slot> started = builder.start();
+        threads.bind(started);
+        return new Side(null, null, started);
+      }
+      ClosedLoop loop = (ClosedLoop) pointLoop;
       if (striping.devices() <= 1) {
         FabricService<ClosedLoop.Slot> service =
             FabricService.<ClosedLoop.Slot>builder(configuration)
@@ -319,7 +378,7 @@ final class Bench {
                 .openTelemetry(openTelemetry)
                 .start();
         loop.bind(service);
-        return new Side(service, null);
+        return new Side(service, null, null);
       }
       DmaConfiguration devices =
           configuration.toBuilder()
@@ -333,7 +392,7 @@ final class Bench {
               .stripeThresholdBytes(striping.thresholdBytes())
               .start();
       loop.bind(group);
-      return new Side(null, group);
+      return new Side(null, group, null);
     }
 
     private FabricService<ClosedLoop.Slot> first() {
@@ -342,6 +401,9 @@ final class Bench {
 
     /** Every device's fabric address, the first device's first: a target inserts them all. */
     List<byte[]> localAddresses() {
+      if (async != null) {
+        return async.localAddresses();
+      }
       if (service != null) {
         return List.of(service.localAddress());
       }
@@ -352,16 +414,19 @@ final class Bench {
       return addresses;
     }
 
+    /** The first service's cap; the async API does not expose one, so there no note is shown. */
     int inFlightCap() {
-      return first().inFlightCap();
+      return async != null ? Integer.MAX_VALUE : first().inFlightCap();
     }
 
     dev.dma.spi.EndpointInfo endpointInfo() {
-      return first().endpointInfo();
+      return async != null ? async.endpointInfo() : first().endpointInfo();
     }
 
     void addPeer(long clientId, byte[] address) {
-      if (service != null) {
+      if (async != null) {
+        async.addPeer(clientId, address);
+      } else if (service != null) {
         service.addPeer(clientId, address);
       } else {
         group.addPeer(clientId, address);
@@ -369,12 +434,17 @@ final class Bench {
     }
 
     MemoryRegion register(MemorySegment segment) {
+      if (async != null) {
+        return async.register(segment);
+      }
       return service != null ? service.register(segment) : group.register(segment);
     }
 
     @Override
     public void close() {
-      if (service != null) {
+      if (async != null) {
+        async.close();
+      } else if (service != null) {
         service.close();
       } else {
         group.close();

@@ -29,7 +29,7 @@ import java.util.function.Predicate;
  * batch, not per transfer). The controlling thread calls {@link #prepare}, {@link #start}, {@link
  * #beginMeasure}, {@link #stop} and {@link #awaitDrained} in that order, once per point.
  */
-public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot> {
+public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot>, PointLoop {
 
   /** One outstanding transfer's context: its operand, its request and when it was submitted. */
   public static final class Slot implements Operands {

@@ -69,6 +69,15 @@ public final class RunCommand implements Callable<Integer> {
           "with --devices > 1, stripe transfers of at least SIZE (default: ${DEFAULT-VALUE})")
   String stripeThreshold = "1m";
 
+  @Option(
+      names = "--virtual-threads",
+      paramLabel = "N",
+      description =
+          "submit through AsyncFabricService from N virtual threads, each blocking on its"
+              + " transfer's future, instead of resubmitting from the completer; --window stays"
+              + " the cap on posted transfers (default: 0, the pipelined loop)")
+  int virtualThreads;
+
   boolean terminal;
 
   /** Created by picocli. */
@@ -90,6 +99,10 @@ public final class RunCommand implements Callable<Integer> {
       throw new ParameterException(
           spec.commandLine(), "--devices must be at least 1, not " + devices);
     }
+    if (virtualThreads < 0) {
+      throw new ParameterException(
+          spec.commandLine(), "--virtual-threads must not be negative, not " + virtualThreads);
+    }
     long threshold;
     try {
       threshold = Sizes.parse(stripeThreshold);
@@ -110,7 +123,8 @@ public final class RunCommand implements Callable<Integer> {
           spec.commandLine().getErr(),
           terminal,
           io.opentelemetry.api.OpenTelemetry.noop(),
-          striping);
+          striping,
+          virtualThreads);
     }
     try (OtelReport report = OtelReport.install()) {
       int status =
@@ -121,7 +135,8 @@ public final class RunCommand implements Callable<Integer> {
               spec.commandLine().getErr(),
               terminal,
               report.openTelemetry(),
-              striping);
+              striping,
+              virtualThreads);
       report.print(spec.commandLine().getOut());
       return status;
     }
@@ -153,8 +168,21 @@ public final class RunCommand implements Callable<Integer> {
       io.opentelemetry.api.OpenTelemetry openTelemetry,
       Bench.Striping striping)
       throws Exception {
+    return execute(plan, load, out, err, terminal, openTelemetry, striping, 0);
+  }
+
+  static int execute(
+      Plan plan,
+      LoadOptions load,
+      PrintWriter out,
+      PrintWriter err,
+      boolean terminal,
+      io.opentelemetry.api.OpenTelemetry openTelemetry,
+      Bench.Striping striping,
+      int virtualThreads)
+      throws Exception {
     Progress progress = new Progress(err, terminal, !load.noProgress);
-    List<Result> results = Bench.run(plan, progress, openTelemetry, striping);
+    List<Result> results = Bench.run(plan, progress, openTelemetry, striping, virtualThreads);
     load.report(results, out);
     long errors = 0;
     for (Result r : results) {
