@@ -93,7 +93,7 @@ import org.jspecify.annotations.Nullable;
  *   <li>{@code ReapBatch}: what a reap takes off the queue, delivered to the sink outside the lock;
  *   <li>{@code OpAudit}: operands released and contexts written while the provider owned them;
  *   <li>{@code ExposedRegions} and {@code Region}: the exposed memory and the remote-access checks;
- *   <li>{@code PeerTable}: inserting, removing and probing peers under the script;
+ *   <li>{@code FakePeers}: inserting, removing and probing peers under the script;
  *   <li>{@code AddressVector} (peer handles), {@code Registrations} and {@code Registration} (local
  *       registration), {@code OpSlots} (what each posted op is and how it ends), {@code
  *       CompletionQueue} (ready and held completions) and {@code OpContexts} (the slots' {@code
@@ -139,7 +139,7 @@ public final class FakeEndpoint implements FabricEndpoint {
   private @Nullable OpContexts contexts;
 
   private final SpiContract contract;
-  private final PeerTable peerTable;
+  private final FakePeers peerTable;
   private final ScriptedDecisions decisions;
   private final Rma rma;
   private final ParkedOps parked;
@@ -161,7 +161,7 @@ public final class FakeEndpoint implements FabricEndpoint {
     this.decisions = new ScriptedDecisions(script, address);
     this.rma = new Rma(address, fabric, script, counts, slots, completions);
     this.parked = new ParkedOps(this, counts, slots, completions, rma);
-    this.peerTable = new PeerTable(fabric, script, counts, efa, peers, slots, decisions, parked);
+    this.peerTable = new FakePeers(fabric, script, counts, efa, peers, slots, decisions, parked);
     this.audit = new OpAudit(fabric, counts, slots);
     this.batch = new ReapBatch(script, counts, slots, completions, audit);
   }

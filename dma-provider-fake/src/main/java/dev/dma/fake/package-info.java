@@ -14,6 +14,13 @@
  *   <li>{@link dev.dma.fake.FakeProvider}: the {@link dev.dma.spi.FabricProvider} named {@code
  *       fake}.
  * </ul>
+ *
+ * <p>Behind {@code FakeEndpoint}, package-private, one concern each: {@code SpiContract} (which
+ * calls break the SPI and their texts), {@code ScriptedDecisions} (how the script answers a valid
+ * call), {@code Rma} (target checks and the byte copy), {@code ParkedOps} (held ops and ops waiting
+ * for their target), {@code ReapBatch} (reap under the lock, delivery outside it), {@code
+ * TargetProgress} (the endpoint as a passive target), {@code OpAudit}, {@code ExposedRegions} and
+ * {@code FakePeers}.
  */
 @NullMarked
 package dev.dma.fake;

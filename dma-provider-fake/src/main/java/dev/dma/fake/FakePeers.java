@@ -14,7 +14,7 @@ import org.jspecify.annotations.Nullable;
  * <p>Threads: one per endpoint, called only by it with the fabric's lock held, on its owner's
  * thread (the SPI's peer calls).
  */
-final class PeerTable {
+final class FakePeers {
   private final FakeFabric fabric;
   private final FakeScript script;
   private final Counts counts;
@@ -24,7 +24,7 @@ final class PeerTable {
   private final ScriptedDecisions decisions;
   private final ParkedOps parked;
 
-  PeerTable(
+  FakePeers(
       FakeFabric fabric,
       FakeScript script,
       Counts counts,
