@@ -56,17 +56,15 @@ import org.jspecify.annotations.Nullable;
  * caller's again, as after a completion.
  *
  * <p>Threads: the worker (or, for checksummed transfers, a checksum-pool thread; for a striped
- * transfer, the thread that ended its last chunk) hands each batch of results to the executor as
- * one task, which completes the batch's futures one after another in completion order; so dependent
- * stages run there, never on a fabric worker, by default on {@link ForkJoinPool#commonPool()}. A
- * stage that blocks there holds back the futures after it in its batch, so such stages belong on an
- * {@code *Async} method. One hop per batch buys that; pass {@code Runnable::run} as the executor to
- * complete on the worker or pool thread instead (zero hops; then stages must be quick and must not
- * block). As with every {@link CompletableFuture}, a stage attached to a future that is already
- * complete (a refusal, or a race with the completion) runs on the thread attaching it. An executor
- * that rejects the completion makes it run inline. Cancelling a future abandons it but never
- * cancels the RMA: the provider still owns the operand until the transfer completes, and the
- * context is released then. Thread-safe.
+ * transfer, the thread that ended its last chunk) hands each result to the executor, which
+ * completes the future; so dependent stages run there, never on a fabric worker, by default on
+ * {@link ForkJoinPool#commonPool()}. One hop per transfer buys that; pass {@code Runnable::run} as
+ * the executor to complete on the worker or pool thread instead (zero hops; then stages must be
+ * quick and must not block). As with every {@link CompletableFuture}, a stage attached to a future
+ * that is already complete (a refusal, or a race with the completion) runs on the thread attaching
+ * it. An executor that rejects the completion makes it run inline. Cancelling a future abandons it
+ * but never cancels the RMA: the provider still owns the operand until the transfer completes, and
+ * the context is released then. Thread-safe.
  *
  * <p>Ownership: it owns the service or group it started and closes it in {@link #close()}; a
  * checksum pool passed to the builder stays the caller's.
@@ -164,42 +162,23 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
     return builder.start();
   }
 
-  /**
-   * Hands one completion batch to the executor as one task: the batch's futures, linked through
-   * {@link Pending#next} (no allocation), complete one after another in batch order. One task per
-   * batch instead of one per transfer keeps the worker's share of the hand-off to one queue push
-   * per batch, and the executor thread that runs it pays for waking whatever waits on the futures
-   * (a virtual thread's unpark, a carrier's wake-up), not the worker.
-   */
   private static <T extends Operands> void deliver(
       List<Completion<Pending<T>>> batch, Executor executor) {
-    Pending<T> first = null;
-    Pending<T> last = null;
-    // An index loop: no iterator on the per-transfer path.
-    for (int i = 0, n = batch.size(); i < n; i++) {
-      Completion<Pending<T>> completion = batch.get(i);
+    for (Completion<Pending<T>> completion : batch) {
+      // Isolated per item: one failing hand-off must not cost the rest of the batch.
       Pending<T> pending = completion.context();
-      pending.outcome = completion.outcome();
-      pending.posts = completion.posts();
-      pending.chunks = completion.chunks();
-      if (last == null) {
-        first = pending;
-      } else {
-        last.next = pending;
+      try {
+        pending.outcome = completion.outcome();
+        pending.posts = completion.posts();
+        pending.chunks = completion.chunks();
+        try {
+          executor.execute(pending);
+        } catch (RejectedExecutionException rejected) {
+          pending.run();
+        }
+      } catch (Throwable failure) {
+        LOG.log(Level.ERROR, "completing a transfer's future failed", failure);
       }
-      last = pending;
-    }
-    if (first == null) {
-      return;
-    }
-    try {
-      executor.execute(first);
-    } catch (RejectedExecutionException rejected) {
-      first.run();
-    } catch (Throwable failure) {
-      // The executor itself failed: complete the batch here rather than leave its futures pending.
-      LOG.log(Level.ERROR, "handing transfers' futures to the executor failed", failure);
-      first.run();
     }
   }
 
@@ -411,8 +390,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
 
   /**
    * The user's context wrapped with its future; operand calls pass straight through. Run by the
-   * executor once {@link #outcome} is set, it completes the future and those of the rest of its
-   * completion batch ({@link #next}).
+   * executor once {@link #outcome} is set, it completes the future.
    */
   private static final class Pending<T extends Operands> implements Operands, Runnable {
     final T context;
@@ -431,30 +409,8 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
       this.context = context;
     }
 
-    /**
-     * The next future of the same completion batch, or {@code null}: set by the thread delivering
-     * the batch before the batch is handed to the executor, cleared by {@link #run}.
-     */
-    @Nullable Pending<T> next;
-
-    /** Completes this future and then each one linked after it, each isolated from the others. */
     @Override
     public void run() {
-      Pending<T> each = this;
-      while (each != null) {
-        Pending<T> following = each.next;
-        each.next = null;
-        try {
-          each.complete();
-        } catch (Throwable failure) {
-          // Isolated per item: one failing completion must not cost the rest of the batch.
-          LOG.log(Level.ERROR, "completing a transfer's future failed", failure);
-        }
-        each = following;
-      }
-    }
-
-    private void complete() {
       Outcome ended = Objects.requireNonNull(outcome, "run before the outcome was set");
       if (ended instanceof Outcome.Failed(DmaException error)) {
         future.completeExceptionally(error);
