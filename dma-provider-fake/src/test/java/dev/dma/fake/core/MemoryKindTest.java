@@ -16,6 +16,7 @@ import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.FabricService;
+import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.internal.Intake;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
@@ -174,6 +175,73 @@ class MemoryKindTest {
         assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
         assertEquals(registrationsBefore + 1, fabric.counters().registrations(), "device: one");
         assertFalse(fabric.endpoints().isEmpty());
+      }
+      target.close();
+    }
+  }
+
+  @Test
+  void eachChunkOfAStripedTransferRegistersWithItsTransfersKind() throws Exception {
+    Recorder<Kinded> recorder = new Recorder<>();
+    try (FakeFabric fabric = FakeFabric.create("memory-kind-striped");
+        Arena arena = Arena.ofShared()) {
+      fabric.script().requireLocalRegistration(true);
+      FakeEndpoint target = fabric.openEndpoint();
+      MemorySegment remote = arena.allocate(8192, 4096);
+      Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
+      String device = fabric.name();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder().providers("fake").interfaces(List.of(device, device)).build();
+      try (FabricServiceGroup<Kinded> group =
+          FabricServiceGroup.<Kinded>builder(configuration)
+              .completer(recorder)
+              .stripeThresholdBytes(1)
+              .stripeChunks(2)
+              .start()) {
+        MemorySegment local = arena.allocate(8192, 4096);
+        local.fill((byte) 0x5C);
+        assertEquals(
+            FabricService.Offer.ACCEPTED,
+            group.offer(TransferRequest.write(1, ad, new Kinded(1, local, DEVICE))));
+        Completion<Kinded> done = recorder.take();
+        assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
+        assertEquals(2, done.chunks());
+        assertEquals(-1, remote.mismatch(local));
+        List<FakeEndpoint> initiators =
+            fabric.endpoints().stream().filter(e -> e != target).toList();
+        assertEquals(2, initiators.size());
+        for (FakeEndpoint initiator : initiators) {
+          assertSame(DEVICE, initiator.lastRegisteredKind(), "every chunk's registration");
+        }
+      }
+      target.close();
+    }
+  }
+
+  @Test
+  void aContextReportingNoKindFailsItsChecksummedTransferOnly() throws Exception {
+    Recorder<Kinded> recorder = new Recorder<>();
+    try (FakeFabric fabric = FakeFabric.create("memory-kind-null");
+        Arena arena = Arena.ofShared()) {
+      FakeEndpoint target = fabric.openEndpoint();
+      MemorySegment remote = arena.allocate(4096);
+      Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
+      try (FabricService<Kinded> service =
+          FabricService.<Kinded>builder(configuration).completer(recorder).start()) {
+        assertTrue(
+            service.submit(
+                TransferRequest.write(1, ad, new Kinded(1, arena.allocate(64), null))
+                    .withChecksum(Checksum.CRC32C)));
+        DmaException error = recorder.take().outcome().error();
+        assertEquals(DmaException.Reason.BAD_REQUEST, error.reason());
+        assertEquals(Operands.NO_MEMORY_KIND, error.getMessage());
+        assertTrue(
+            service.submit(
+                TransferRequest.write(1, ad, new Kinded(2, arena.allocate(64), MemoryKind.HOST))
+                    .withChecksum(Checksum.CRC32C)));
+        assertTrue(recorder.take().outcome().isDone());
       }
       target.close();
     }
