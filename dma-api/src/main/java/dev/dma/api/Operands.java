@@ -23,6 +23,9 @@ public interface Operands {
   String NO_LANDING_BUFFER =
       "the caller context allocated no landing buffer for a FromPeer transfer";
 
+  /** Failure text when {@link #memoryKind()} answers none. */
+  String NO_MEMORY_KIND = "the caller context reported no memory kind (memoryKind() answered null)";
+
   /**
    * The bytes a {@link Direction.ToPeer} transfer sends; its whole size is the transfer length.
    *
@@ -58,6 +61,52 @@ public interface Operands {
    */
   default @Nullable CacheableSpan cacheableSpan() {
     return null;
+  }
+
+  /**
+   * The kind of memory this context's operands are ({@link #source()} and {@link #allocate}'s
+   * buffers alike); {@link MemoryKind#HOST} by default.
+   *
+   * <p>Asked on the fabric worker (or, for a striped transfer, on the submitting thread) through
+   * {@link #kindOf(Operands)}: by the intake of a checksummed transfer, which is refused when the
+   * CPU cannot read the kind, and by the registration of the operand, which hands the kind to the
+   * provider's {@code register} (on a registration-cache miss, and on every transfer when the
+   * provider needs no local registration, since memory other than system memory is registered
+   * anyway). Must be quick, must not block, and must answer the same kind for every transfer of
+   * this context.
+   *
+   * @return the kind, never {@code null}
+   */
+  default MemoryKind memoryKind() {
+    return MemoryKind.HOST;
+  }
+
+  /**
+   * The memory kind a context reports, checked: how the core asks, so that a context that answers
+   * none or throws fails its transfer only, with one text.
+   *
+   * @param operands the caller context
+   * @return its kind
+   * @throws DmaException of reason {@link DmaException.Reason#BAD_REQUEST} when the context answers
+   *     {@code null} or its {@link #memoryKind()} throws (an {@link Error} included)
+   */
+  static MemoryKind kindOf(Operands operands) {
+    MemoryKind kind;
+    try {
+      kind = operands.memoryKind();
+    } catch (Throwable callerBug) {
+      throw new DmaException(
+          DmaException.Kind.FABRIC,
+          DmaException.Reason.BAD_REQUEST,
+          "the caller context's memoryKind() threw: " + callerBug,
+          DmaException.UNKNOWN_ERRNO,
+          DmaException.UNKNOWN_ERRNO,
+          callerBug);
+    }
+    if (kind == null) {
+      throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, NO_MEMORY_KIND);
+    }
+    return kind;
   }
 
   /**

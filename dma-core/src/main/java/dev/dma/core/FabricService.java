@@ -4,6 +4,7 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.BatchCompleter;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.Operands;
 import dev.dma.api.Peer;
 import dev.dma.api.TransferRequest;
@@ -342,6 +343,23 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
    */
   @Override
   public MemoryRegion register(MemorySegment segment) {
+    return register(segment, MemoryKind.HOST);
+  }
+
+  /**
+   * {@link #register(MemorySegment)} for memory of the given kind: the kind reaches the provider's
+   * {@code register}, which refuses a kind it cannot register (the shipped libfabric providers
+   * register {@link MemoryKind#HOST} only). Memory other than system memory is registered even on
+   * providers that need no local registration.
+   *
+   * @param segment native memory (a segment over the memory's address), alive until the region is
+   *     closed and every transfer inside it completed
+   * @param kind the memory's kind, as the contexts of transfers inside it report it
+   * @return the region; close it before freeing the memory
+   * @throws DmaException as {@link #register(MemorySegment)}; the provider's refusal of the kind
+   */
+  public MemoryRegion register(MemorySegment segment, MemoryKind kind) {
+    Objects.requireNonNull(kind, "kind");
     refuseOnWorker("register");
     if (!segment.isNative()) {
       throw DmaException.fabric(
@@ -358,7 +376,7 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
           DmaException.Reason.BAD_REQUEST, "registered region range overflows");
     }
     Reply<Void> reply = new Reply<>();
-    if (!channel.offer(new Commands.Pin(base, length, reply))) {
+    if (!channel.offer(new Commands.Pin(base, length, kind, reply))) {
       throw closedError();
     }
     reply.await("fabric worker exited before registering");

@@ -7,6 +7,7 @@ import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
 import dev.dma.api.TransferDone;
@@ -260,6 +261,11 @@ final class Striping<T extends Operands> {
     @Override
     public @Nullable CacheableSpan cacheableSpan() {
       return stripe.context.cacheableSpan();
+    }
+
+    @Override
+    public MemoryKind memoryKind() {
+      return stripe.context.memoryKind();
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.dma.spi;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
@@ -155,18 +156,40 @@ public interface FabricEndpoint extends AutoCloseable {
   boolean requiresLocalRegistration();
 
   /**
-   * Registers {@code [address, address + lengthBytes)} for local access by posts.
+   * Registers {@code [address, address + lengthBytes)} of memory of the given kind for local access
+   * by posts.
+   *
+   * <p>The kind comes from the transfer's context ({@code Operands.memoryKind()}), or from the
+   * service's {@code register}. Memory that is not {@linkplain MemoryKind#systemMemory() system
+   * memory} is registered even when {@link #requiresLocalRegistration()} is false. An endpoint that
+   * cannot register a kind throws, failing that transfer (or that {@code register}) only.
    *
    * @param address the first byte
    * @param lengthBytes the length, positive
+   * @param kind the memory's kind
    * @return a non-zero registration handle, to pass to {@link #descriptor(long)} and {@link
    *     #deregister(long)}
    * @throws DmaException of kind {@link DmaException.Kind#FABRIC} carrying libfabric's error number
    *     as {@link DmaException#fabricErrno()}, for example {@code fi_mr_reg(operand): Cannot
    *     allocate memory (-12)} with {@link dev.dma.api.Errno#FI_ENOMEM}, which the registration
-   *     cache answers by evicting idle spans and retrying (it decides on the number, not the text)
+   *     cache answers by evicting idle spans and retrying (it decides on the number, not the text);
+   *     of reason {@link DmaException.Reason#BAD_REQUEST} naming the kind and the provider when the
+   *     endpoint cannot register that kind
    */
-  long register(long address, long lengthBytes);
+  long register(long address, long lengthBytes, MemoryKind kind);
+
+  /**
+   * Registers host memory: {@link #register(long, long, MemoryKind)} with {@link MemoryKind#HOST}.
+   * A shorthand for callers; endpoints implement the three-argument method.
+   *
+   * @param address the first byte
+   * @param lengthBytes the length, positive
+   * @return a non-zero registration handle
+   * @throws DmaException as {@link #register(long, long, MemoryKind)}
+   */
+  default long register(long address, long lengthBytes) {
+    return register(address, lengthBytes, MemoryKind.HOST);
+  }
 
   /**
    * The descriptor to post with for a registration ({@code fi_mr_desc}).

@@ -3,6 +3,7 @@ package dev.dma.core;
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.Availability;
 import dev.dma.spi.CompletionSink;
@@ -145,7 +146,7 @@ class LoopbackTestEndpoint implements FabricEndpoint {
   }
 
   @Override
-  public long register(long address, long lengthBytes) {
+  public long register(long address, long lengthBytes, MemoryKind kind) {
     throw new UnsupportedOperationException("no local registration here");
   }
 

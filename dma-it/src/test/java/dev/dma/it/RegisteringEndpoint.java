@@ -1,5 +1,6 @@
 package dev.dma.it;
 
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
@@ -34,8 +35,8 @@ final class RegisteringEndpoint implements FabricEndpoint {
   }
 
   @Override
-  public long register(long address, long lengthBytes) {
-    long handle = real.register(address, lengthBytes);
+  public long register(long address, long lengthBytes, MemoryKind kind) {
+    long handle = real.register(address, lengthBytes, kind);
     registrations.incrementAndGet();
     return handle;
   }

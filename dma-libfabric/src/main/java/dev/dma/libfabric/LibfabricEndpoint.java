@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
 import dev.dma.api.Errno;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import dev.dma.libfabric.internal.Abi;
 import dev.dma.libfabric.internal.Native;
@@ -510,12 +511,41 @@ public final class LibfabricEndpoint implements FabricEndpoint {
   // ---------------------------------------------------------------------------------------------
   // Registrations
 
-  /** {@inheritDoc} */
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Registers system memory only ({@code fi_mr_reg}, which carries no {@code fi_hmem_iface});
+   * any other kind is refused ({@link #unsupportedKind}) until registration passes the iface
+   * through {@code fi_mr_regattr} and the hints ask for {@code FI_HMEM}.
+   */
   @Override
-  public long register(long address, long lengthBytes) {
+  public long register(long address, long lengthBytes, MemoryKind kind) {
     ensureOpen();
+    if (!kind.systemMemory()) {
+      throw unsupportedKind(kind, objects.facts.providerName());
+    }
     return registrations.register(
         address, lengthBytes, Abi.FI_READ | Abi.FI_WRITE, "fi_mr_reg(operand)");
+  }
+
+  /**
+   * The refusal of a kind of memory this endpoint cannot register: {@link
+   * DmaException.Reason#BAD_REQUEST}, naming the kind, its iface and the provider.
+   *
+   * @param kind the kind refused
+   * @param provider the provider's name
+   * @return the exception, not thrown
+   */
+  static DmaException unsupportedKind(MemoryKind kind, String provider) {
+    return DmaException.fabric(
+        DmaException.Reason.BAD_REQUEST,
+        "memory kind "
+            + kind.name()
+            + " (fi_hmem_iface "
+            + kind.hmemIface()
+            + ") is not supported by provider "
+            + provider
+            + ": dma registers host memory only; use host memory for this transfer");
   }
 
   /** {@inheritDoc} */

@@ -2,6 +2,7 @@ package dev.dma.fake;
 
 import dev.dma.api.Advertisement;
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
@@ -127,6 +128,9 @@ public final class FakeEndpoint implements FabricEndpoint {
   private final int qpn;
   private final Counts counts;
   private boolean closed;
+
+  /** Guarded by {@link #lock}. */
+  private @Nullable MemoryKind lastRegisteredKind;
 
   private final AddressVector peers = new AddressVector();
   private final Registrations registrations;
@@ -408,12 +412,27 @@ public final class FakeEndpoint implements FabricEndpoint {
    *     endpoint
    */
   @Override
-  public long register(long localAddress, long lengthBytes) {
+  public long register(long localAddress, long lengthBytes, MemoryKind kind) {
     synchronized (lock) {
       if (closed) {
         throw DmaException.fabric("fi_mr_reg: the endpoint is closed");
       }
+      // Any kind registers: the fake moves bytes with the CPU whatever the kind says, and records
+      // the kind so that tests see which one reached the provider.
+      lastRegisteredKind = kind;
       return registrations.register(localAddress, lengthBytes);
+    }
+  }
+
+  /**
+   * The kind of memory the latest {@link #register(long, long, MemoryKind)} call named, whether or
+   * not it succeeded. Any thread.
+   *
+   * @return the kind, or {@code null} before the first registration
+   */
+  public @Nullable MemoryKind lastRegisteredKind() {
+    synchronized (lock) {
+      return lastRegisteredKind;
     }
   }
 

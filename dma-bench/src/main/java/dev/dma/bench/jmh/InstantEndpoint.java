@@ -1,6 +1,7 @@
 package dev.dma.bench.jmh;
 
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.Availability;
 import dev.dma.spi.CompletionSink;
@@ -83,7 +84,7 @@ public final class InstantEndpoint implements FabricEndpoint {
   }
 
   @Override
-  public long register(long address, long lengthBytes) {
+  public long register(long address, long lengthBytes, MemoryKind kind) {
     return 1;
   }
 

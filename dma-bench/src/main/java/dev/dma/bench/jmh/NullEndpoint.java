@@ -1,5 +1,6 @@
 package dev.dma.bench.jmh;
 
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
@@ -22,7 +23,7 @@ public final class NullEndpoint implements FabricEndpoint {
   public NullEndpoint() {}
 
   @Override
-  public synchronized long register(long address, long lengthBytes) {
+  public synchronized long register(long address, long lengthBytes, MemoryKind kind) {
     return nextRegistration++;
   }
 

@@ -1,6 +1,7 @@
 package dev.dma.core.internal;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.core.internal.peers.BoundPeer;
 import dev.dma.core.internal.peers.PeerTable;
 import dev.dma.core.internal.regions.LocalRegions;
@@ -33,9 +34,10 @@ public final class Commands {
    *
    * @param base the first byte
    * @param lengthBytes the length
+   * @param kind the memory's kind, handed to the provider's {@code register}
    * @param reply answered with {@code null} on success
    */
-  public record Pin(long base, long lengthBytes, Reply<Void> reply) {}
+  public record Pin(long base, long lengthBytes, MemoryKind kind, Reply<Void> reply) {}
 
   /**
    * Carries out a control message on the worker thread, in its place among the transfers. The
@@ -77,7 +79,7 @@ public final class Commands {
       }
       case Pin pin -> {
         try {
-          regions.pin(pin.base(), pin.lengthBytes());
+          regions.pin(pin.base(), pin.lengthBytes(), pin.kind());
           pin.reply().send(null);
         } catch (DmaException error) {
           pin.reply().fail(error);

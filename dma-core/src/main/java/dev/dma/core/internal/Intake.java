@@ -3,6 +3,7 @@ package dev.dma.core.internal;
 import dev.dma.api.Checksum;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.Operands;
 import dev.dma.api.TransferRequest;
 import java.lang.foreign.MemorySegment;
@@ -18,8 +19,9 @@ import org.jspecify.annotations.Nullable;
  * <p>The checks, in this order: the caller's context supplies its operand ({@link
  * Operands#resolve}; any {@link Throwable} it throws, an {@link Error} included, fails the transfer
  * only), the transfer lies inside the region its client advertised, and a checksummed operand is
- * readable from a checksum-pool thread. Each failure is a {@link DmaException} of reason {@link
- * DmaException.Reason#BAD_REQUEST} naming what was wrong.
+ * readable from a checksum-pool thread: memory the CPU can read ({@link MemoryKind#cpuReadable()},
+ * asked of the request's context) and not confined to one thread. Each failure is a {@link
+ * DmaException} of reason {@link DmaException.Reason#BAD_REQUEST} naming what was wrong.
  *
  * <p>Threads: stateless, any thread. It allocates nothing for a request that passes.
  */
@@ -28,6 +30,20 @@ public final class Intake {
   public static final String CONFINED_CHECKSUM =
       "a checksummed transfer's operand is in a confined arena, which its checksum-pool thread"
           + " cannot read; use a shared, global or automatic arena segment, or no checksum";
+
+  /**
+   * The text of a checksummed transfer refused because the CPU cannot read its operand's kind of
+   * memory.
+   *
+   * @param kind the operand's kind, as its context reported it
+   * @return the text, naming the kind and what to do
+   */
+  public static String unreadableChecksum(MemoryKind kind) {
+    return "a checksummed transfer's operand is "
+        + kind.name()
+        + " memory, which the CPU cannot read to take its checksum; send it without a checksum,"
+        + " or copy it to host memory first";
+  }
 
   /**
    * A thread that owns no arena, since it never runs: a segment it may access is accessible from
@@ -61,6 +77,14 @@ public final class Intake {
       throw DmaException.fabric(
           DmaException.Reason.BAD_REQUEST,
           clientText(request.clientId(), request.peerAddress(), peerText) + ": " + outside);
+    }
+    if (request.checksum() == Checksum.CRC32C) {
+      MemoryKind kind = Operands.kindOf(request.context());
+      if (!kind.cpuReadable()) {
+        // Refused before the RMA: the CRC is taken by a CPU thread reading the operand, which
+        // memory of this kind does not allow.
+        throw DmaException.fabric(DmaException.Reason.BAD_REQUEST, unreadableChecksum(kind));
+      }
     }
     if (request.checksum() == Checksum.CRC32C && !operand.isAccessibleBy(NO_ARENA_OWNER)) {
       // Refused before the RMA: the CRC is taken on a pool thread, which would get a

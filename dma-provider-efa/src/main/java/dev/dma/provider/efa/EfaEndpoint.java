@@ -1,6 +1,7 @@
 package dev.dma.provider.efa;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
@@ -228,9 +229,9 @@ public final class EfaEndpoint implements FabricEndpoint {
    *     locked-memory limit
    */
   @Override
-  public long register(long address, long lengthBytes) {
+  public long register(long address, long lengthBytes, MemoryKind kind) {
     try {
-      return delegate.register(address, lengthBytes);
+      return delegate.register(address, lengthBytes, kind);
     } catch (DmaException failed) {
       throw advised(failed);
     }

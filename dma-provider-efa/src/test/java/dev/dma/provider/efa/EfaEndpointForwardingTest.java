@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
@@ -50,7 +51,10 @@ class EfaEndpointForwardingTest {
           "EFA addresses are GID and QPN bytes, shown in hex (the SPI's default), whatever the"
               + " delegate would read into them",
           "maxTx()",
-          "the depth EFA decided (EfaDecisions.maxTx), which may be below the provider's");
+          "the depth EFA decided (EfaDecisions.maxTx), which may be below the provider's",
+          "register(long,long)",
+          "the SPI's host-memory shorthand: it calls register(long,long,MemoryKind), which EFA"
+              + " forwards");
 
   private static final class Recording implements InvocationHandler {
     final List<String> calls = new ArrayList<>();
@@ -140,6 +144,9 @@ class EfaEndpointForwardingTest {
     }
     if (type == RemoteAccess.class) {
       return RemoteAccess.READ_WRITE;
+    }
+    if (type == MemoryKind.class) {
+      return MemoryKind.HOST;
     }
     if (type == CompletionSink.class) {
       return new CompletionSink() {

@@ -3,6 +3,7 @@ package dev.dma.core.internal.regions;
 import dev.dma.api.CacheableSpan;
 import dev.dma.api.DmaException;
 import dev.dma.api.Errno;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.Operands;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.invoke.MethodHandles;
@@ -127,7 +128,7 @@ public final class LocalRegions implements AutoCloseable {
     this.registry = registry;
     this.maxPinnedBytes = boundBytes;
     this.required = endpoint.requiresLocalRegistration();
-    this.noRoomYet = new Registration(endpoint, 0, 0, 0, 0, false, null).retain();
+    this.noRoomYet = new Registration(endpoint, 0, 0, 0, 0, MemoryKind.HOST, false, null).retain();
   }
 
   /**
@@ -155,17 +156,27 @@ public final class LocalRegions implements AutoCloseable {
    *     operation and leases again later, or fails it with {@link #noRoomError}.
    * @param address the operand's first byte
    * @param lengthBytes the operand's length, not negative
-   * @param context the caller context, asked for its cacheable span only on a miss
-   * @return a retained registration; {@code null} when the endpoint needs no local registration
-   *     (nothing is registered and the context is not asked); or {@link #noRoomYet()}, which holds
+   * @param context the caller context, asked for its cacheable span and its {@linkplain
+   *     Operands#memoryKind() memory kind} only on a miss (its kind on every lease when the
+   *     endpoint needs no local registration); {@code null} for host memory with no span
+   * @return a retained registration; {@code null} when the endpoint needs no local registration and
+   *     the operand is system memory (nothing is registered); or {@link #noRoomYet()}, which holds
    *     no registration and must not be released
    * @throws DmaException {@code local operand range overflows}; whatever the endpoint's {@code
-   *     register} throws; or, when memory cannot be pinned (an operand longer than the bound, or
-   *     the kernel refusing), a message naming {@code max_pinned_bytes} and {@code ulimit -l}
+   *     register} throws (a kind it cannot register among them); the context's {@link
+   *     Operands#kindOf} refusal; or, when memory cannot be pinned (an operand longer than the
+   *     bound, or the kernel refusing), a message naming {@code max_pinned_bytes} and {@code ulimit
+   *     -l}
    */
   public Registration lease(long address, long lengthBytes, Operands context) {
+    MemoryKind kind = null;
     if (!required) {
-      return null;
+      // Memory other than system memory is registered even where host operands need no
+      // registration (libfabric's FI_MR_HMEM), so here the kind is asked on every lease.
+      kind = kindOf(context);
+      if (kind.systemMemory()) {
+        return null;
+      }
     }
     long end = address + lengthBytes;
     if (address < 0 || lengthBytes < 0 || end < address) {
@@ -184,10 +195,13 @@ public final class LocalRegions implements AutoCloseable {
       return noRoomYet;
     }
     MISSES.setOpaque(this, misses + 1);
+    if (kind == null) {
+      kind = kindOf(context);
+    }
     CacheableSpan span = spanAround(context, address, end);
     if (span == null) {
       checkLength(lengthBytes);
-      return register(address, lengthBytes, true);
+      return register(address, lengthBytes, kind, true);
     }
     // The span contains the operand, so one claim over it covers the fallback registration too.
     registry.open(claim, span.base(), span.end(), true);
@@ -195,7 +209,7 @@ public final class LocalRegions implements AutoCloseable {
       Registration registration = null;
       if (span.base() != address || span.end() != end) {
         try {
-          registration = register(span.base(), span.lengthBytes(), true);
+          registration = register(span.base(), span.lengthBytes(), kind, true);
         } catch (DmaException widenedFailed) {
           // Pinning the whole span is an optimisation: the operand alone may still register (and
           // fit under the bound), so this one transfer need not fail.
@@ -204,7 +218,7 @@ public final class LocalRegions implements AutoCloseable {
       }
       if (registration == null) {
         checkLength(lengthBytes);
-        registration = register(address, lengthBytes, true);
+        registration = register(address, lengthBytes, kind, true);
       }
       // False when an invalidate overlapped the span since the miss: the pages may be freed and
       // reused, so this registration serves this operation only and deregisters with its lease.
@@ -229,7 +243,20 @@ public final class LocalRegions implements AutoCloseable {
    *     message naming {@code max_pinned_bytes} and {@code ulimit -l}
    */
   public void pin(long base, long lengthBytes) {
-    if (!required) {
+    pin(base, lengthBytes, MemoryKind.HOST);
+  }
+
+  /**
+   * {@link #pin(long, long)} for memory of the given kind: registered even when the endpoint needs
+   * no local registration, unless it is system memory.
+   *
+   * @param base the first byte
+   * @param lengthBytes the length, positive
+   * @param kind the memory's kind, handed to the endpoint's {@code register}
+   * @throws DmaException as {@link #pin(long, long)}
+   */
+  public void pin(long base, long lengthBytes, MemoryKind kind) {
+    if (!required && kind.systemMemory()) {
       return;
     }
     if (base < 0 || lengthBytes < 0 || base + lengthBytes < base) {
@@ -238,7 +265,7 @@ public final class LocalRegions implements AutoCloseable {
     checkLength(lengthBytes);
     registry.open(claim, base, base + lengthBytes, false);
     try {
-      Registration registration = register(base, lengthBytes, false);
+      Registration registration = register(base, lengthBytes, kind, false);
       // Untracked when the region's owner invalidated it meanwhile: then the release below is the
       // last lease and deregisters at once, as the invalidate would have.
       registry.trackClaimed(this, registration, claim);
@@ -359,6 +386,11 @@ public final class LocalRegions implements AutoCloseable {
     return maxPinnedBytes;
   }
 
+  /** The context's kind; host memory for a null context (tests lease without one). */
+  private static MemoryKind kindOf(Operands context) {
+    return context == null ? MemoryKind.HOST : Operands.kindOf(context);
+  }
+
   private static CacheableSpan spanAround(Operands context, long address, long end) {
     CacheableSpan span;
     try {
@@ -392,12 +424,12 @@ public final class LocalRegions implements AutoCloseable {
    * Registers within the bound, evicting idle cached spans first when needed and once more when the
    * kernel refuses with -FI_ENOMEM.
    */
-  private Registration register(long base, long lengthBytes, boolean evictable) {
+  private Registration register(long base, long lengthBytes, MemoryKind kind, boolean evictable) {
     makeRoom(lengthBytes);
     while (true) {
       try {
         Registration registration =
-            Registration.register(endpoint, base, lengthBytes, evictable, pinnedBytes);
+            Registration.register(endpoint, base, lengthBytes, kind, evictable, pinnedBytes);
         return registration;
       } catch (DmaException failed) {
         if (!outOfPinnableMemory(failed)) {

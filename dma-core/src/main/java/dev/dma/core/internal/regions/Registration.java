@@ -1,5 +1,6 @@
 package dev.dma.core.internal.regions;
 
+import dev.dma.api.MemoryKind;
 import dev.dma.spi.FabricEndpoint;
 import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandles;
@@ -46,6 +47,9 @@ public final class Registration {
   private final long end;
   private final boolean evictable;
 
+  /** The kind of memory registered, as the provider's {@code register} was told. */
+  private final MemoryKind kind;
+
   /** The owning endpoint's pinned-byte tally, lowered at deregistration; null when not counted. */
   private final AtomicLong pinnedBytes;
 
@@ -76,9 +80,11 @@ public final class Registration {
       long descriptor,
       long base,
       long end,
+      MemoryKind kind,
       boolean evictable,
       AtomicLong pinnedBytes) {
     this.endpoint = endpoint;
+    this.kind = kind;
     this.handle = handle;
     this.descriptor = descriptor;
     this.base = base;
@@ -88,8 +94,8 @@ public final class Registration {
   }
 
   /**
-   * Registers {@code [base, base + lengthBytes)} on {@code endpoint} and wraps it, with one lease
-   * owned by the caller. Call on the endpoint's owning thread.
+   * Registers {@code [base, base + lengthBytes)} of host memory on {@code endpoint} and wraps it,
+   * with one lease owned by the caller. Call on the endpoint's owning thread.
    *
    * @param endpoint the endpoint to register on
    * @param base the first byte
@@ -101,16 +107,17 @@ public final class Registration {
    */
   public static Registration register(
       FabricEndpoint endpoint, long base, long lengthBytes, boolean evictable) {
-    return register(endpoint, base, lengthBytes, evictable, null);
+    return register(endpoint, base, lengthBytes, MemoryKind.HOST, evictable, null);
   }
 
   static Registration register(
       FabricEndpoint endpoint,
       long base,
       long lengthBytes,
+      MemoryKind kind,
       boolean evictable,
       AtomicLong pinnedBytes) {
-    long handle = endpoint.register(base, lengthBytes);
+    long handle = endpoint.register(base, lengthBytes, kind);
     long descriptor;
     try {
       descriptor = endpoint.descriptor(handle);
@@ -123,7 +130,7 @@ public final class Registration {
       pinnedBytes.addAndGet(lengthBytes);
     }
     return new Registration(
-        endpoint, handle, descriptor, base, base + lengthBytes, evictable, pinnedBytes);
+        endpoint, handle, descriptor, base, base + lengthBytes, kind, evictable, pinnedBytes);
   }
 
   /**
@@ -230,6 +237,15 @@ public final class Registration {
    */
   public long lengthBytes() {
     return end - base;
+  }
+
+  /**
+   * The kind of memory registered.
+   *
+   * @return the kind the provider's {@code register} was given
+   */
+  public MemoryKind kind() {
+    return kind;
   }
 
   /**

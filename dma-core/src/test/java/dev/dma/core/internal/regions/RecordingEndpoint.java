@@ -1,6 +1,7 @@
 package dev.dma.core.internal.regions;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.CompletionSink;
 import dev.dma.spi.EndpointInfo;
@@ -54,6 +55,7 @@ public final class RecordingEndpoint implements FabricEndpoint {
   // Not copy-on-write: a test registers 100,000 times, and copying on each add is quadratic.
   private final List<long[]> registered = Collections.synchronizedList(new ArrayList<>());
   private final List<String> faults = new CopyOnWriteArrayList<>();
+  private volatile MemoryKind lastKind;
 
   private long nextPeer;
   private final Map<Long, byte[]> livePeers = new ConcurrentHashMap<>();
@@ -61,7 +63,8 @@ public final class RecordingEndpoint implements FabricEndpoint {
   private final List<Long> removed = new ArrayList<>();
 
   @Override
-  public long register(long address, long lengthBytes) {
+  public long register(long address, long lengthBytes, MemoryKind kind) {
+    lastKind = kind;
     Runnable hook = beforeRegister;
     if (hook != null) {
       hook.run();
@@ -116,6 +119,11 @@ public final class RecordingEndpoint implements FabricEndpoint {
   /** Whether a registration handle is live (registered, not yet deregistered). */
   public boolean isLive(long registration) {
     return liveRegistrations.containsKey(registration);
+  }
+
+  /** The kind the latest register call named; null before the first. */
+  public MemoryKind lastKind() {
+    return lastKind;
   }
 
   /** Register calls, including failed ones. */
