@@ -5,6 +5,7 @@ import dev.dma.api.CacheableSpan;
 import dev.dma.api.Completion;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
 import dev.dma.api.Peer;
@@ -432,6 +433,11 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
     @Override
     public @Nullable CacheableSpan cacheableSpan() {
       return context.cacheableSpan();
+    }
+
+    @Override
+    public MemoryKind memoryKind() {
+      return context.memoryKind();
     }
   }
 }

@@ -3,6 +3,7 @@ package dev.dma.fake.core;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
@@ -15,6 +16,7 @@ import dev.dma.api.MemoryKind;
 import dev.dma.api.Operands;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
+import dev.dma.core.AsyncFabricService;
 import dev.dma.core.FabricService;
 import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.internal.Intake;
@@ -23,6 +25,9 @@ import dev.dma.fake.FakeFabric;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -107,6 +112,40 @@ class MemoryKindTest {
         Completion<Kinded> summed = recorder.take();
         assertTrue(summed.outcome().isDone(), () -> summed.outcome().error().toString());
         assertEquals(0, service.outstanding());
+      }
+      target.close();
+    }
+  }
+
+  @Test
+  void theAsyncApiCarriesTheContextsKind() throws Exception {
+    try (FakeFabric fabric = FakeFabric.create("memory-kind-async");
+        Arena arena = Arena.ofShared()) {
+      fabric.script().requireLocalRegistration(true);
+      FakeEndpoint target = fabric.openEndpoint();
+      MemorySegment remote = arena.allocate(4096);
+      Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder().providers("fake").interfaces(List.of(fabric.name())).build();
+      try (AsyncFabricService<Kinded> service = AsyncFabricService.start(configuration)) {
+        FakeEndpoint initiator =
+            fabric.endpoints().stream().filter(e -> e != target).findFirst().orElseThrow();
+        MemorySegment local = arena.allocate(64);
+        // A checksum over memory the CPU cannot read is refused through the futures too.
+        CompletableFuture<Completion<Kinded>> refused =
+            service.transfer(
+                TransferRequest.write(1, ad, new Kinded(1, local, DEVICE))
+                    .withChecksum(Checksum.CRC32C));
+        ExecutionException failed =
+            assertThrows(ExecutionException.class, () -> refused.get(30, TimeUnit.SECONDS));
+        assertEquals(Intake.unreadableChecksum(DEVICE), failed.getCause().getMessage());
+        // And the kind reaches the provider's register.
+        Completion<Kinded> done =
+            service
+                .transfer(TransferRequest.write(1, ad, new Kinded(2, local, DEVICE)))
+                .get(30, TimeUnit.SECONDS);
+        assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
+        assertSame(DEVICE, initiator.lastRegisteredKind());
       }
       target.close();
     }
