@@ -775,6 +775,62 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   }
 
   /**
+   * Checks the worker's own accounting, for a simulator that steps it and asks between passes
+   * (never on the transfer path): the free slots plus the occupied ones are the cap, and equal the
+   * in-flight count; every op held (posted, queued or deferred) is counted on its client, whose
+   * count is positive; a worker holding no op keeps no client record; the pinned bytes stay within
+   * their bound. Worker thread only, between passes; allocates.
+   *
+   * @return what is inconsistent, or null when all is
+   */
+  public @Nullable String accountingViolation() {
+    int used = 0;
+    java.util.Map<Client, Integer> held = new java.util.IdentityHashMap<>();
+    for (Op<T> op : slots) {
+      if (op != null) {
+        used++;
+        held.merge(op.client, 1, Integer::sum);
+      }
+    }
+    if (freeSlotCount + used != cap) {
+      return "free slots " + freeSlotCount + " + used " + used + " != cap " + cap;
+    }
+    if (inFlight != used) {
+      return "inFlight " + inFlight + " != occupied slots " + used;
+    }
+    for (Op<T> op : pending) {
+      held.merge(op.client, 1, Integer::sum);
+    }
+    for (Op<T> op : deferred) {
+      held.merge(op.client, 1, Integer::sum);
+    }
+    for (java.util.Map.Entry<Client, Integer> each : held.entrySet()) {
+      Client client = each.getKey();
+      if (client == null || client.outstanding < each.getValue()) {
+        return "client "
+            + (client == null ? "null" : client.id + " counts " + client.outstanding)
+            + " for "
+            + each.getValue()
+            + " ops held";
+      }
+      if (clients.get(client.id) != client) {
+        return "client " + client.id + " holds ops but is not in the client map";
+      }
+    }
+    if (held.isEmpty() && checksums.size() == 0 && clients.size() != 0) {
+      return "no op held, yet " + clients.size() + " client records remain";
+    }
+    if (regions.pinnedBytes() < 0 || regions.pinnedBytes() > regions.maxPinnedBytes()) {
+      return "pinned bytes "
+          + regions.pinnedBytes()
+          + " outside [0, "
+          + regions.maxPinnedBytes()
+          + "]";
+    }
+    return null;
+  }
+
+  /**
    * Fails whatever is left and closes the endpoint ({@link WorkerShutdown}): {@link #run} calls it
    * on its way out, and a test stepping the worker once {@link #isFinished()} (or to abandon it).
    *

@@ -1,0 +1,767 @@
+package dev.dma.fake.sim;
+
+import dev.dma.api.Advertisement;
+import dev.dma.api.BatchCompleter;
+import dev.dma.api.CacheableSpan;
+import dev.dma.api.Checksum;
+import dev.dma.api.Checksums;
+import dev.dma.api.Completion;
+import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
+import dev.dma.api.Operands;
+import dev.dma.api.Outcome;
+import dev.dma.api.RemoteAccess;
+import dev.dma.api.TransferDone;
+import dev.dma.api.TransferRequest;
+import dev.dma.core.ChecksumPool;
+import dev.dma.core.FabricProviders;
+import dev.dma.core.NanoClock;
+import dev.dma.core.internal.Commands;
+import dev.dma.core.internal.FabricWorker;
+import dev.dma.core.internal.Reply;
+import dev.dma.core.internal.Telemetry;
+import dev.dma.core.internal.WorkerChannel;
+import dev.dma.core.internal.peers.BoundPeer;
+import dev.dma.core.internal.peers.PeerTable;
+import dev.dma.core.internal.regions.LocalRegions;
+import dev.dma.core.internal.regions.RegionRegistry;
+import dev.dma.fake.FakeEndpoint;
+import dev.dma.fake.FakeFabric;
+import dev.dma.fake.FakeScript;
+import dev.dma.fake.FiErrno;
+import dev.dma.fake.OpMatcher;
+import dev.dma.spi.FabricEndpoint;
+import dev.dma.spi.FabricProvider;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Runs one {@link Schedule} against a real {@link FabricWorker} over the fake provider, on the
+ * calling thread, and checks the invariants after every step and at the end. Nothing here starts a
+ * thread or reads the system clock for anything the worker decides on: the worker's clock is a
+ * manual one the steps move, its checksum pool is closed from the start (a closed pool runs each
+ * job on the submitting thread, here the worker's), and the fake is deterministic, so a schedule
+ * replays pass for pass.
+ *
+ * <p>Threads: one; a simulation is used once ({@link #run}).
+ */
+final class Simulation implements BatchCompleter<Simulation.Transfer> {
+  private static final AtomicInteger FABRICS = new AtomicInteger();
+  // Each target exposes this much; transfers take disjoint ranges of it, so a transfer's bytes are
+  // its own to check.
+  private static final int TARGET_BYTES = 1 << 20;
+  private static final byte TARGET_FILL = 0x5a;
+  private static final long FLUSH_GRACE_MS = 1000;
+  // Passes after every step: the worker's coarse clock is read every 64 passes.
+  private static final int PASSES_PER_STEP = 6;
+  private static final int QUIET_PASSES = 160;
+  // Errnos the worker maps (CompletionErrors, Failures), for error completions and refusals.
+  private static final int[] ERRNOS = {
+    FiErrno.EIO,
+    FiErrno.EACCES,
+    FiErrno.ECONNABORTED,
+    FiErrno.ECONNRESET,
+    FiErrno.ENOTCONN,
+    FiErrno.ETIMEDOUT,
+    FiErrno.ECONNREFUSED,
+    FiErrno.EHOSTUNREACH,
+    FiErrno.ECANCELED,
+    FiErrno.ENOMEM,
+    FiErrno.EINVAL,
+    FiErrno.ENOENT,
+    FiErrno.EOTHER,
+    FiErrno.ENOKEY,
+    FiErrno.ENORX
+  };
+
+  private final Schedule schedule;
+  private final List<String> violations = new ArrayList<>();
+  private final List<Transfer> transfers = new ArrayList<>();
+  private final ManualClock clock = new ManualClock();
+  private FakeFabric fabric;
+  private Arena arena;
+  private Target[] targets;
+  private BoundPeer[] peers;
+  private WorkerChannel channel;
+  private FabricWorker<Transfer> worker;
+  private ChecksumPool pool;
+  private final AtomicLong outstanding = new AtomicLong();
+  private int stepIndex;
+  private boolean closed;
+  private int completerThrows; // 0 none, 1 RuntimeException, 2 Error
+  private long slowCompleterNs;
+  private long nextId;
+
+  private Simulation(Schedule schedule) {
+    this.schedule = schedule;
+  }
+
+  /**
+   * Runs {@code schedule} and answers what it violated, empty when nothing.
+   *
+   * @param schedule the schedule
+   * @return the violations, each naming the step it was found after
+   */
+  static List<String> run(Schedule schedule) {
+    Simulation simulation = new Simulation(schedule);
+    try {
+      simulation.execute();
+    } catch (Throwable unexpected) {
+      simulation.violation("threw " + unexpected);
+    } finally {
+      simulation.tearDown();
+    }
+    return simulation.violations;
+  }
+
+  private void execute() {
+    setUp();
+    List<Schedule.Step> steps = schedule.steps();
+    for (stepIndex = 0; stepIndex < steps.size(); stepIndex++) {
+      perform(steps.get(stepIndex));
+      check();
+      if (!violations.isEmpty()) {
+        return;
+      }
+    }
+    stepIndex = steps.size();
+    finish();
+  }
+
+  // ------------------------------------------------------------------------------------ set-up
+
+  private void setUp() {
+    Schedule.Setup setup = schedule.setup();
+    fabric = FakeFabric.create("sim-" + FABRICS.incrementAndGet());
+    FakeScript script = fabric.script();
+    switch (setup.flavor()) {
+      case EFA -> script.efaAddresses(true);
+      case EFA_DIRECT -> script.likeEfaDirect();
+      case FAKE -> {}
+    }
+    if (setup.maxTx() > 0) {
+      script.maxTx(setup.maxTx());
+    }
+    script.completesInPostOrder(setup.inPostOrder());
+    arena = Arena.ofConfined();
+    targets = new Target[setup.targets() + 1];
+    peers = new BoundPeer[setup.targets() + 1];
+    for (int client = 1; client <= setup.targets(); client++) {
+      targets[client] = new Target(fabric, arena);
+    }
+    DmaConfiguration configuration =
+        DmaConfiguration.builder()
+            .providers("fake")
+            .interfaces(List.of(fabric.name()))
+            .maxInFlight(setup.maxInFlight())
+            .progressDeadline(Duration.ofMillis(setup.progressMs()))
+            .completionDeadline(Duration.ofMillis(setup.completionMs()))
+            .build();
+    FabricProvider provider = FabricProviders.select(configuration);
+    DmaConfiguration resolved = FabricProviders.resolve(configuration, provider);
+    channel = new WorkerChannel(1 << 12);
+    channel.bind(Thread.currentThread());
+    FabricEndpoint endpoint = provider.open(resolved);
+    // A closed pool runs every checksum job on the thread that submits it: the worker's, here.
+    pool = new ChecksumPool(1, Duration.ofSeconds(1));
+    pool.close();
+    AtomicReference<byte[]> address = new AtomicReference<>(endpoint.localAddress());
+    worker =
+        new FabricWorker<>(
+            endpoint,
+            new LocalRegions(endpoint, RegionRegistry.global(), resolved.maxPinnedBytes()),
+            new PeerTable(endpoint),
+            channel,
+            this,
+            pool,
+            outstanding,
+            clock,
+            resolved.maxInFlight(),
+            resolved.progressDeadline(),
+            resolved.completionDeadline(),
+            address::set,
+            Telemetry.OFF);
+  }
+
+  private void tearDown() {
+    try {
+      if (worker != null) {
+        if (!closed) {
+          channel.close(System.nanoTime() - 1);
+        }
+        for (int pass = 0; pass < 10_000 && !worker.isFinished(); pass++) {
+          worker.doWork();
+        }
+        worker.shutDown(null);
+      }
+    } catch (Throwable ignored) {
+      // Already reported through the invariants, or irrelevant once the schedule failed.
+    } finally {
+      for (Transfer transfer : transfers) {
+        if (transfer.ownArena != null && transfer.ownArena.scope().isAlive()) {
+          transfer.ownArena.close();
+        }
+      }
+      if (fabric != null) {
+        fabric.close();
+      }
+      if (arena != null) {
+        arena.close();
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------------------------- steps
+
+  private void perform(Schedule.Step step) {
+    FakeScript script = fabric.script();
+    int client = step.a();
+    Target target = targets[client];
+    int errno = ERRNOS[step.c() % ERRNOS.length];
+    switch (step.kind()) {
+      case WRITE -> submit(client, true, false, step);
+      case READ -> submit(client, false, false, step);
+      case WRITE_BY_PEER -> submit(client, true, true, step);
+      case READ_BY_PEER -> submit(client, false, true, step);
+      case OUT_OF_BOUNDS -> submitOutOfBounds(client, step);
+      case THROWING_OPERAND -> submitThrowing(client, step);
+      case ADD_PEER -> addPeer(client);
+      case REMOVE_PEER -> {
+        if (channel.offer(new Commands.RemovePeer(client))) {
+          peers[client] = null;
+        }
+      }
+      case RESTART_CLIENT -> {
+        // The client comes back under its id at a new address: a new endpoint and region.
+        target.endpoint.close();
+        targets[client] = new Target(fabric, arena);
+        peers[client] = null;
+        addPeer(client);
+      }
+      case PIN -> {
+        MemorySegment pinned = arena.allocate(4096, 4096);
+        channel.offer(
+            new Commands.Pin(pinned.address(), pinned.byteSize(), MemoryKind.HOST, new Reply<>()));
+      }
+      case AGAIN -> script.againTimes(1 + step.b() * 3);
+      case FAIL_NEXT_OPS -> script.failNextOps(1 + step.b() % 2, errno, -errno, "simulated");
+      case HOLD -> script.holdCompletions();
+      case RELEASE -> {
+        script.stopHolding();
+        script.releaseCompletions();
+      }
+      case RELEASE_REVERSED -> {
+        script.stopHolding();
+        script.releaseCompletionsReversed();
+      }
+      case LOSE_NEXT -> script.loseCompletions(OpMatcher.nth(fabric.counters().posts() + 1));
+      case FAIL_CQ_READ -> script.failNextCqRead(step.b() % 3, errno);
+      case UNREACHABLE -> script.unreachable(target.endpoint.localAddress());
+      case REACHABLE -> script.reachable(target.endpoint.localAddress());
+      case SILENT -> script.holdCompletions(OpMatcher.toPeer(target.endpoint.localAddress()));
+      case FLUSH_ON_REMOVE -> script.flushOnRemove((step.b() & 1) == 0);
+      case FAIL_INSERTS -> script.failNextInserts(1 + step.b() % 2, errno);
+      case FAIL_REGISTRATIONS -> script.failNextRegistrations(1 + step.b() % 2, FiErrno.ENOMEM);
+      case COMPLETER_THROWS -> completerThrows = 1 + (step.b() & 1);
+      case SLOW_COMPLETER -> slowCompleterNs = (step.c() % 2000) * 1_000_000L;
+      case ADVANCE -> {
+        clock.advance(advanceNs(step.c()));
+        passes(QUIET_PASSES);
+      }
+      case PASSES -> passes(1 + step.c() % 200);
+      case CLOSE -> {
+        // A close that waits for what is posted (its timeout is the system clock's, which the
+        // simulation does not move: the end's close with no time left stands for it passing).
+        channel.close();
+        closed = true;
+      }
+      case CLOSE_NOW -> close(System.nanoTime() - 1);
+    }
+    passes(PASSES_PER_STEP);
+  }
+
+  // Up to twice the longest deadline, so some advances pass every deadline and some none.
+  private long advanceNs(int draw) {
+    Schedule.Setup setup = schedule.setup();
+    long span = 2L * Math.max(setup.progressMs(), setup.completionMs()) + 1;
+    return (draw % span) * 1_000_000L + draw;
+  }
+
+  private void close(long deadlineNanos) {
+    channel.close(deadlineNanos);
+    closed = true;
+  }
+
+  private void passes(int count) {
+    for (int i = 0; i < count; i++) {
+      worker.doWork();
+    }
+  }
+
+  private void addPeer(int client) {
+    BoundPeer peer = new BoundPeer(client, targets[client].endpoint.localAddress());
+    if (channel.offer(new Commands.AddPeer(peer, new Reply<>()))) {
+      peers[client] = peer;
+    }
+  }
+
+  private void submit(int client, boolean write, boolean byPeer, Schedule.Step step) {
+    Target target = targets[client];
+    int size = Schedule.SIZES[step.b()];
+    long offset = target.take(size);
+    if (offset < 0) {
+      return; // this target's memory is used up: the step does nothing
+    }
+    Transfer transfer = newTransfer(client, write, size, target, offset, Mode.PLAIN);
+    byte fill = (byte) (transfer.id * 7 + 1);
+    if (write) {
+      transfer.local.fill(fill);
+      transfer.expectedCrc = Checksums.crc32c(transfer.local);
+    } else {
+      target.memory.asSlice(offset, size).fill(fill);
+      transfer.expectedCrc = Checksums.crc32c(target.memory.asSlice(offset, size));
+    }
+    BoundPeer peer = peers[client];
+    TransferRequest<Transfer> request;
+    if (byPeer && peer != null) {
+      request =
+          write
+              ? TransferRequest.write(peer, target.ad, transfer)
+              : TransferRequest.read(peer, target.ad, size, transfer);
+    } else {
+      request =
+          write
+              ? TransferRequest.write(client, target.ad, transfer)
+              : TransferRequest.read(client, target.ad, size, transfer);
+    }
+    request = at(request, offset);
+    if (schedule.setup().checksums() && (step.c() & 1) == 0) {
+      request = request.withChecksum(Checksum.CRC32C);
+      transfer.checksummed = true;
+    }
+    offer(transfer, request);
+  }
+
+  private void submitOutOfBounds(int client, Schedule.Step step) {
+    Target target = targets[client];
+    int size = Schedule.SIZES[step.b()];
+    Transfer transfer = newTransfer(client, true, size, target, -1, Mode.OUT_OF_BOUNDS);
+    transfer.local.fill((byte) 3);
+    TransferRequest<Transfer> request =
+        at(
+            TransferRequest.write(client, target.ad, transfer),
+            TARGET_BYTES - size + 1 + step.c() % 64);
+    offer(transfer, request);
+  }
+
+  private void submitThrowing(int client, Schedule.Step step) {
+    Target target = targets[client];
+    int size = Schedule.SIZES[step.b()];
+    long offset = target.take(size);
+    if (offset < 0) {
+      return;
+    }
+    Mode[] modes = {
+      Mode.SOURCE_RUNTIME, Mode.SOURCE_ERROR,
+      Mode.ALLOCATE_RUNTIME, Mode.ALLOCATE_ERROR,
+      Mode.SPAN_RUNTIME, Mode.SPAN_ERROR
+    };
+    Mode mode = modes[step.c() % modes.length];
+    boolean write = mode != Mode.ALLOCATE_RUNTIME && mode != Mode.ALLOCATE_ERROR;
+    Transfer transfer = newTransfer(client, write, size, target, offset, mode);
+    transfer.local.fill((byte) 9);
+    transfer.expectedCrc =
+        write
+            ? Checksums.crc32c(transfer.local)
+            : Checksums.crc32c(target.memory.asSlice(offset, size));
+    TransferRequest<Transfer> request =
+        (write
+            ? TransferRequest.write(client, target.ad, transfer)
+            : TransferRequest.read(client, target.ad, size, transfer));
+    request = at(request, offset);
+    offer(transfer, request);
+  }
+
+  // The request moved {@code offset} bytes into its region, the region's bounds kept.
+  private static TransferRequest<Transfer> at(TransferRequest<Transfer> request, long offset) {
+    return new TransferRequest<>(
+        request.clientId(),
+        request.peerAddress(),
+        request.remoteKey(),
+        request.remoteAddress() + offset,
+        request.direction(),
+        request.checksum(),
+        request.context(),
+        request.remoteBase(),
+        request.remoteLength(),
+        request.retryWrite(),
+        request.peer());
+  }
+
+  private Transfer newTransfer(
+      int client, boolean write, int size, Target target, long offset, Mode mode) {
+    Arena own = schedule.setup().watch() ? Arena.ofShared() : null;
+    MemorySegment local = (own != null ? own : arena).allocate(size, 8);
+    if (own != null) {
+      fabric.watchOperand(local);
+    }
+    Transfer transfer =
+        new Transfer(nextId++, client, write, size, target, offset, local, own, mode, clock.now);
+    transfers.add(transfer);
+    return transfer;
+  }
+
+  private void offer(Transfer transfer, TransferRequest<Transfer> request) {
+    // As FabricService.submit counts it: raised before the offer, given back when refused.
+    outstanding.incrementAndGet();
+    if (channel.offer(request)) {
+      transfer.accepted = true;
+    } else {
+      outstanding.decrementAndGet();
+    }
+  }
+
+  // ----------------------------------------------------------------------------- the completer
+
+  @Override
+  public void complete(List<Completion<Transfer>> batch) {
+    for (Completion<Transfer> completion : batch) {
+      record(completion);
+    }
+    if (slowCompleterNs > 0) {
+      // A slow completer: the worker's clock moves on while it holds the worker.
+      clock.advance(slowCompleterNs);
+      slowCompleterNs = 0;
+    }
+    int throwing = completerThrows;
+    completerThrows = 0;
+    if (throwing == 1) {
+      throw new IllegalStateException("the simulated completer throws");
+    } else if (throwing == 2) {
+      throw new AssertionError("the simulated completer throws an Error");
+    }
+  }
+
+  private void record(Completion<Transfer> completion) {
+    Transfer transfer = completion.context();
+    transfer.completions++;
+    if (transfer.completions > 1) {
+      violation("transfer " + transfer + " completed " + transfer.completions + " times");
+      return;
+    }
+    if (!transfer.accepted) {
+      violation("refused transfer " + transfer + " completed");
+    }
+    Outcome outcome = completion.outcome();
+    transfer.outcome = outcome;
+    if (outcome instanceof TransferDone done) {
+      if (transfer.mode != Mode.PLAIN
+          && transfer.mode != Mode.SPAN_RUNTIME
+          && transfer.mode != Mode.SPAN_ERROR) {
+        violation("transfer " + transfer + " succeeded though its " + transfer.mode);
+      } else {
+        checkLanded(transfer, done);
+      }
+    } else if (transfer.write && transfer.offset >= 0) {
+      DmaException error = outcome.error();
+      if (error.targetMemory() == DmaException.TargetMemory.UNCHANGED
+          && !unchanged(transfer.target.memory.asSlice(transfer.offset, transfer.size))) {
+        violation("write " + transfer + " failed as UNCHANGED, but its target changed: " + error);
+      }
+    }
+    if (transfer.ownArena != null) {
+      // The completion is delivered: from now on the fake reports any touch of the operand.
+      transfer.ownArena.close();
+    }
+  }
+
+  private void checkLanded(Transfer transfer, TransferDone done) {
+    int target = Checksums.crc32c(transfer.target.memory.asSlice(transfer.offset, transfer.size));
+    int local = Checksums.crc32c(transfer.local);
+    if (target != transfer.expectedCrc || local != transfer.expectedCrc) {
+      violation(
+          (transfer.write ? "write " : "read ")
+              + transfer
+              + " succeeded but the bytes differ (target "
+              + Integer.toHexString(target)
+              + ", local "
+              + Integer.toHexString(local)
+              + ", expected "
+              + Integer.toHexString(transfer.expectedCrc)
+              + ")");
+    }
+    if (done.bytes() != transfer.size) {
+      violation("transfer " + transfer + " reports " + done.bytes() + " bytes");
+    }
+    if (transfer.checksummed
+        && (done.checksum().isEmpty() || done.checksum().getAsInt() != transfer.expectedCrc)) {
+      violation("transfer " + transfer + " has checksum " + done.checksum());
+    }
+  }
+
+  private static boolean unchanged(MemorySegment range) {
+    for (long i = 0; i < range.byteSize(); i += 8) {
+      long left = Math.min(8, range.byteSize() - i);
+      for (long j = 0; j < left; j++) {
+        if (range.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i + j) != TARGET_FILL) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------------------------ invariants
+
+  private void check() {
+    String accounting = worker.accountingViolation();
+    if (accounting != null) {
+      violation("worker accounting: " + accounting);
+    }
+    List<String> touched = fabric.operandViolations();
+    if (!touched.isEmpty()) {
+      violation("operand touched after its completion: " + touched.getFirst());
+    }
+    long open = 0;
+    for (Transfer transfer : transfers) {
+      if (transfer.accepted && transfer.completions == 0) {
+        open++;
+      }
+    }
+    // The worker gives a transfer's count back when it finishes the op, before its completion is
+    // delivered, so outstanding() may trail the open transfers but never exceed them.
+    if (outstanding.get() > open || (open == 0 && outstanding.get() != 0)) {
+      violation("outstanding() is " + outstanding.get() + " with " + open + " transfers open");
+    }
+  }
+
+  /**
+   * The end: every fault cleared and every held completion released, the clock moved past every
+   * deadline round by round, so that each transfer completes within its bound; then a close with no
+   * time left, which must finish the worker and complete what a lost completion still holds.
+   */
+  private void finish() {
+    FakeScript script = fabric.script();
+    script.clearFaults();
+    script.againTimes(0);
+    script.stopHolding();
+    script.releaseCompletions();
+    for (Target target : targets) {
+      if (target != null) {
+        script.reachable(target.endpoint.localAddress());
+      }
+    }
+    passes(QUIET_PASSES);
+    Schedule.Setup setup = schedule.setup();
+    if (setup.completionMs() > 0 && !closedWithLostCompletions()) {
+      // Each round passes every deadline once; a transfer queued behind a full cap may wait for
+      // the ones ahead of it, a cap at a time.
+      // (CompletionDeadline: an op past the deadline waits up to FLUSH_GRACE_NS, one second, for
+      // the flush its peer's removal brings before the reset.)
+      long round = (setup.progressMs() + setup.completionMs() + FLUSH_GRACE_MS + 1) * 1_000_000L;
+      int rounds = 3 + transfers.size() / Math.max(1, Math.min(setup.maxInFlight(), maxTx()));
+      for (int i = 0; i < rounds && openTransfers() > 0; i++) {
+        clock.advance(round);
+        passes(QUIET_PASSES);
+      }
+      if (openTransfers() > 0) {
+        violation(openTransfers() + " transfers still open after " + rounds + " deadline rounds");
+      }
+    }
+    check();
+    closed = true;
+    channel.close(System.nanoTime() - 1);
+    for (int pass = 0; pass < 1000 && !worker.isFinished(); pass++) {
+      worker.doWork();
+    }
+    if (!worker.isFinished()) {
+      violation("close with no time left did not finish the worker within 1000 passes");
+    }
+    worker.shutDown(null);
+    stepIndex = schedule.steps().size() + 1;
+    for (Transfer transfer : transfers) {
+      if (transfer.accepted && transfer.completions != 1) {
+        violation(
+            "accepted transfer " + transfer + " completed " + transfer.completions + " times");
+      } else if (!transfer.accepted && transfer.completions != 0) {
+        violation("refused transfer " + transfer + " completed");
+      }
+    }
+    if (outstanding.get() != 0) {
+      violation("outstanding() is " + outstanding.get() + " after the close");
+    }
+    List<String> touched = fabric.operandViolations();
+    if (!touched.isEmpty()) {
+      violation("operand touched after its completion: " + touched.getFirst());
+    }
+  }
+
+  // A closed worker is allowed to hold a posted op whose completion was lost until it is closed.
+  private boolean closedWithLostCompletions() {
+    return false;
+  }
+
+  private int maxTx() {
+    int depth = schedule.setup().maxTx();
+    return depth == 0 ? Integer.MAX_VALUE : depth;
+  }
+
+  private int openTransfers() {
+    int open = 0;
+    for (Transfer transfer : transfers) {
+      if (transfer.accepted && transfer.completions == 0) {
+        open++;
+      }
+    }
+    return open;
+  }
+
+  private void violation(String text) {
+    String where =
+        stepIndex < schedule.steps().size()
+            ? "after step " + stepIndex + " " + schedule.steps().get(stepIndex)
+            : "at the end";
+    violations.add(where + ": " + text);
+  }
+
+  // ------------------------------------------------------------------------------ the parts
+
+  /** How a transfer's context behaves. */
+  enum Mode {
+    PLAIN,
+    OUT_OF_BOUNDS,
+    SOURCE_RUNTIME,
+    SOURCE_ERROR,
+    ALLOCATE_RUNTIME,
+    ALLOCATE_ERROR,
+    SPAN_RUNTIME,
+    SPAN_ERROR
+  }
+
+  /** One target endpoint with the memory it exposes; a restarted client gets a new one. */
+  private static final class Target {
+    final FakeEndpoint endpoint;
+    final MemorySegment memory;
+    final Advertisement ad;
+    private long used;
+
+    Target(FakeFabric fabric, Arena arena) {
+      endpoint = fabric.openEndpoint();
+      memory = arena.allocate(TARGET_BYTES, 4096);
+      memory.fill(TARGET_FILL);
+      ad = endpoint.expose(memory, RemoteAccess.READ_WRITE).advertisement();
+    }
+
+    /** A fresh range of {@code size} bytes, or -1 once the memory is used up. */
+    long take(int size) {
+      long start = (used + 63) & ~63L;
+      if (start + size > TARGET_BYTES) {
+        return -1;
+      }
+      used = start + size;
+      return start;
+    }
+  }
+
+  /** One submitted transfer, its own context: what it was, and what came back. */
+  static final class Transfer implements Operands {
+    final long id;
+    final int client;
+    final boolean write;
+    final int size;
+    final Target target;
+    final long offset;
+    final MemorySegment local;
+    final @Nullable Arena ownArena;
+    final Mode mode;
+    final long submittedNs;
+    boolean accepted;
+    boolean checksummed;
+    int expectedCrc;
+    int completions;
+    @Nullable Outcome outcome;
+
+    Transfer(
+        long id,
+        int client,
+        boolean write,
+        int size,
+        Target target,
+        long offset,
+        MemorySegment local,
+        @Nullable Arena ownArena,
+        Mode mode,
+        long submittedNs) {
+      this.id = id;
+      this.client = client;
+      this.write = write;
+      this.size = size;
+      this.target = target;
+      this.offset = offset;
+      this.local = local;
+      this.ownArena = ownArena;
+      this.mode = mode;
+      this.submittedNs = submittedNs;
+    }
+
+    @Override
+    public @Nullable MemorySegment source() {
+      return switch (mode) {
+        case SOURCE_RUNTIME -> throw new IllegalStateException("simulated source() bug");
+        case SOURCE_ERROR -> throw new OutOfMemoryError("simulated source() Error");
+        default -> write ? local : null;
+      };
+    }
+
+    @Override
+    public @Nullable MemorySegment allocate(long lengthBytes) {
+      return switch (mode) {
+        case ALLOCATE_RUNTIME -> throw new IllegalStateException("simulated allocate() bug");
+        case ALLOCATE_ERROR -> throw new OutOfMemoryError("simulated allocate() Error");
+        default -> write ? null : local;
+      };
+    }
+
+    @Override
+    public @Nullable CacheableSpan cacheableSpan() {
+      return switch (mode) {
+        case SPAN_RUNTIME -> throw new IllegalStateException("simulated cacheableSpan() bug");
+        case SPAN_ERROR -> throw new OutOfMemoryError("simulated cacheableSpan() Error");
+        default -> null;
+      };
+    }
+
+    @Override
+    public String toString() {
+      return "#"
+          + id
+          + (write ? " write " : " read ")
+          + size
+          + "B client "
+          + client
+          + (mode == Mode.PLAIN ? "" : " " + mode);
+    }
+  }
+
+  /** The worker's clock: moved only by the steps (and a slow completer). */
+  private static final class ManualClock implements NanoClock {
+    long now;
+
+    @Override
+    public long nanoTime() {
+      return now;
+    }
+
+    void advance(long nanos) {
+      now += nanos;
+    }
+  }
+}
