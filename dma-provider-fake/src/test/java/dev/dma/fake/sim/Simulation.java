@@ -99,6 +99,7 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
   private int completerThrows; // 0 none, 1 RuntimeException, 2 Error
   private long slowCompleterNs;
   private long nextId;
+  private long fingerprint = 17;
 
   private Simulation(Schedule schedule) {
     this.schedule = schedule;
@@ -111,6 +112,25 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
    * @return the violations, each naming the step it was found after
    */
   static List<String> run(Schedule schedule) {
+    return runTraced(schedule).violations();
+  }
+
+  /**
+   * What one run found, and a fingerprint of what happened in it (every completion in delivery
+   * order, with its outcome, the step it came in and the simulated time), for a replay to compare.
+   *
+   * @param violations what it violated, empty when nothing
+   * @param fingerprint a hash of the run's completions
+   */
+  record Result(List<String> violations, long fingerprint) {}
+
+  /**
+   * Runs {@code schedule} and answers what it violated and its fingerprint.
+   *
+   * @param schedule the schedule
+   * @return the result
+   */
+  static Result runTraced(Schedule schedule) {
     Simulation simulation = new Simulation(schedule);
     try {
       simulation.execute();
@@ -119,7 +139,7 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     } finally {
       simulation.tearDown();
     }
-    return simulation.violations;
+    return new Result(simulation.violations, simulation.fingerprint);
   }
 
   private void execute() {
@@ -462,6 +482,10 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     }
     Outcome outcome = completion.outcome();
     transfer.outcome = outcome;
+    fingerprint =
+        31 * (31 * (31 * fingerprint + transfer.id) + stepIndex)
+            + clock.now
+            + (outcome.isDone() ? 1 : outcome.error().reason().ordinal() + 2);
     if (outcome instanceof TransferDone done) {
       if (transfer.mode != Mode.PLAIN
           && transfer.mode != Mode.SPAN_RUNTIME
