@@ -480,6 +480,12 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     if (!transfer.accepted) {
       violation("refused transfer " + transfer + " completed");
     }
+    if (transfer.write && !schedule.setup().inPostOrder() && completion.posts() > 1) {
+      // Op.mayPostAgain: a write is posted again only after a connection-level error and when its
+      // request allows it (none here does), never after a reset, except on an endpoint that
+      // completes in post order.
+      violation("write " + transfer + " was posted " + completion.posts() + " times");
+    }
     Outcome outcome = completion.outcome();
     transfer.outcome = outcome;
     fingerprint =

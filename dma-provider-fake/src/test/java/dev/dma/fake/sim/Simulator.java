@@ -96,6 +96,7 @@ public final class Simulator {
         violations++;
         failed.add(seed);
         if (print) {
+          System.out.println("schedule " + (i + 1) + " of " + count + " fails:");
           report(schedule);
         }
       }
