@@ -135,7 +135,12 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     try {
       simulation.execute();
     } catch (Throwable unexpected) {
-      simulation.violation("threw " + unexpected);
+      StringBuilder where = new StringBuilder("threw " + unexpected);
+      StackTraceElement[] frames = unexpected.getStackTrace();
+      for (int i = 0; i < Math.min(6, frames.length); i++) {
+        where.append(i == 0 ? " at " : " < ").append(frames[i]);
+      }
+      simulation.violation(where.toString());
     } finally {
       simulation.tearDown();
     }

@@ -86,6 +86,32 @@ class SimulatorCorpusTest {
     }
   }
 
+  /**
+   * The first real bug the simulator found (seed 8144808240551315005 of 120 steps, shrunk to ten):
+   * an addPeer of the address that was the only one left in the client's history of past addresses
+   * made {@code PeerTable.forgetPrevious} store a null history, whose NullPointerException escaped
+   * the worker's pass (a threaded worker dies of it, failing every transfer it held).
+   */
+  @Test
+  void reAdvertisingTheOnlyPastAddressKeepsTheWorkerAlive() {
+    Schedule.Setup setup =
+        new Schedule.Setup(Schedule.Flavor.FAKE, 3, 1, 0, 1000, 5, false, false, true);
+    List<Schedule.Step> steps =
+        List.of(
+            new Schedule.Step(Schedule.Kind.HOLD, 3, 2, 16327),
+            new Schedule.Step(Schedule.Kind.THROWING_OPERAND, 3, 0, 30778),
+            new Schedule.Step(Schedule.Kind.READ, 2, 4, 33415),
+            new Schedule.Step(Schedule.Kind.RESTART_CLIENT, 2, 0, 33736),
+            new Schedule.Step(Schedule.Kind.RELEASE_REVERSED, 3, 2, 13278),
+            new Schedule.Step(Schedule.Kind.HOLD, 1, 4, 58735),
+            new Schedule.Step(Schedule.Kind.ADVANCE, 1, 3, 34498),
+            new Schedule.Step(Schedule.Kind.READ_BY_PEER, 1, 5, 35217),
+            new Schedule.Step(Schedule.Kind.ADVANCE, 3, 3, 30609),
+            new Schedule.Step(Schedule.Kind.ADD_PEER, 2, 0, 13378));
+    assertEquals(
+        List.of(), Simulation.run(new Schedule(8144808240551315005L, setup, steps)), "violations");
+  }
+
   /** The shrinker keeps a failing schedule failing and never lengthens it. */
   @Test
   void shrinkingKeepsTheFailure() {

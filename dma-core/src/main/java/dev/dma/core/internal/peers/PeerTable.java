@@ -446,7 +446,13 @@ public final class PeerTable {
   private void forgetPrevious(long clientId, byte[] address) {
     byte[][] past = previous.get(clientId);
     if (contains(past, address)) {
-      previous.put(clientId, forget(past, address));
+      // Forgetting the history's only address leaves none: the map holds no null values.
+      byte[][] kept = forget(past, address);
+      if (kept == null) {
+        previous.remove(clientId);
+      } else {
+        previous.put(clientId, kept);
+      }
     }
   }
 
