@@ -272,6 +272,31 @@ class PeerTableTest {
     assertEquals(2, table.holders(1));
   }
 
+  /**
+   * A client moved from A to B (A is its only past address), B's slot was recycled for another
+   * client's endpoint (the client is evicted, its history kept), and the client comes back at A:
+   * forgetting A empties its history, which must leave no null in the map (found by the simulator:
+   * the NullPointerException escaped the worker's pass).
+   */
+  @Test
+  @Timeout(10)
+  void comingBackToTheOnlyPastAddressAfterAnEvictionForgetsTheHistory() {
+    endpoint.efa = true;
+    byte[] first = efa(5, 1);
+    byte[] moved = efa(6, 1);
+    table.advertise(new BoundPeer(2, first));
+    table.advertise(new BoundPeer(2, moved));
+    assertTrue(table.isPreviousAddress(2, first));
+    table.handle(1, efa(6, 2), null); // QPN 6 recycled: client 2's entry is the dead incarnation
+    assertEquals(0, table.holders(2));
+
+    long back = table.advertise(new BoundPeer(2, first));
+
+    assertEquals(back, table.handle(2, first, null));
+    assertFalse(table.isPreviousAddress(2, first));
+    assertEquals(1, table.holders(2));
+  }
+
   @Test
   void aStaleIncarnationWithOpsOutstandingLeavesTheVectorOnlyOnceTheyAreDone() {
     endpoint.efa = true;
