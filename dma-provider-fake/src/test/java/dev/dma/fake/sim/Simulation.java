@@ -596,7 +596,7 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     }
     passes(QUIET_PASSES);
     Schedule.Setup setup = schedule.setup();
-    if (setup.completionMs() > 0 && !closedWithLostCompletions()) {
+    if (setup.completionMs() > 0) {
       // Each round passes every deadline once; a transfer queued behind a full cap may wait for
       // the ones ahead of it, a cap at a time.
       // (CompletionDeadline: an op past the deadline waits up to FLUSH_GRACE_NS, one second, for
@@ -637,11 +637,6 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     if (!touched.isEmpty()) {
       violation("operand touched after its completion: " + touched.getFirst());
     }
-  }
-
-  // A closed worker is allowed to hold a posted op whose completion was lost until it is closed.
-  private boolean closedWithLostCompletions() {
-    return false;
   }
 
   private int maxTx() {
