@@ -61,6 +61,8 @@ record Schedule(long seed, Setup setup, List<Step> steps) {
     REMOVE_PEER,
     RESTART_CLIENT,
     PIN,
+    CACHED_WRITE,
+    INVALIDATE,
     AGAIN,
     FAIL_NEXT_OPS,
     HOLD,
@@ -159,7 +161,8 @@ record Schedule(long seed, Setup setup, List<Step> steps) {
     } else if (roll < 52) {
       kind = Kind.RESTART_CLIENT;
     } else if (roll < 53) {
-      kind = Kind.PIN;
+      // Decided by the step's own argument, not a further draw: the steps after it stay the same.
+      kind = extra % 3 == 0 ? Kind.PIN : extra % 3 == 1 ? Kind.CACHED_WRITE : Kind.INVALIDATE;
     } else if (roll < 56) {
       kind = Kind.AGAIN;
     } else if (roll < 59) {

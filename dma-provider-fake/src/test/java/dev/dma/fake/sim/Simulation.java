@@ -16,6 +16,7 @@ import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.ChecksumPool;
 import dev.dma.core.FabricProviders;
+import dev.dma.core.FabricService;
 import dev.dma.core.NanoClock;
 import dev.dma.core.internal.Commands;
 import dev.dma.core.internal.FabricWorker;
@@ -95,6 +96,9 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
   private ChecksumPool pool;
   private final AtomicLong outstanding = new AtomicLong();
   private int stepIndex;
+  // The cached span's memory, and how much of it writes took.
+  private MemorySegment cache;
+  private long cacheUsed;
   private boolean closed;
   private int completerThrows; // 0 none, 1 RuntimeException, 2 Error
   private long slowCompleterNs;
@@ -177,6 +181,7 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     }
     script.completesInPostOrder(setup.inPostOrder());
     arena = Arena.ofConfined();
+    cache = arena.allocate(1 << 17, 4096);
     targets = new Target[setup.targets() + 1];
     peers = new BoundPeer[setup.targets() + 1];
     for (int client = 1; client <= setup.targets(); client++) {
@@ -239,6 +244,8 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
         fabric.close();
       }
       if (arena != null) {
+        // The registry is process-wide: the span's memory is freed below, so it is forgotten first.
+        FabricService.invalidate(cache.address(), cache.address() + cache.byteSize());
         arena.close();
       }
     }
@@ -270,6 +277,11 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
         targets[client] = new Target(fabric, arena);
         peers[client] = null;
         addPeer(client);
+      }
+      case CACHED_WRITE -> submitCached(client, step);
+      case INVALIDATE -> {
+        // Legal at any time (CacheableSpan: rewriting needs none, unmapping needs one first).
+        FabricService.invalidate(cache.address(), cache.address() + cache.byteSize());
       }
       case PIN -> {
         MemorySegment pinned = arena.allocate(4096, 4096);
@@ -373,6 +385,27 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
       transfer.checksummed = true;
     }
     offer(transfer, request);
+  }
+
+  // A write from a slice of one cached span (registered once, shared by every write inside it).
+  private void submitCached(int client, Schedule.Step step) {
+    Target target = targets[client];
+    int size = Schedule.SIZES[step.b()];
+    long start = (cacheUsed + 63) & ~63L;
+    long offset = start + size <= cache.byteSize() ? target.take(size) : -1;
+    if (offset < 0) {
+      return;
+    }
+    cacheUsed = start + size;
+    MemorySegment local = cache.asSlice(start, size);
+    Transfer transfer =
+        new Transfer(
+            nextId++, client, true, size, target, offset, local, null, Mode.PLAIN, clock.now);
+    transfer.span = CacheableSpan.of(cache);
+    transfers.add(transfer);
+    local.fill((byte) (transfer.id * 7 + 1));
+    transfer.expectedCrc = Checksums.crc32c(local);
+    offer(transfer, at(TransferRequest.write(client, target.ad, transfer), offset));
   }
 
   private void submitOutOfBounds(int client, Schedule.Step step) {
@@ -715,6 +748,7 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     final long submittedNs;
     boolean accepted;
     boolean checksummed;
+    @Nullable CacheableSpan span;
     int expectedCrc;
     int completions;
     @Nullable Outcome outcome;
@@ -765,7 +799,7 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
       return switch (mode) {
         case SPAN_RUNTIME -> throw new IllegalStateException("simulated cacheableSpan() bug");
         case SPAN_ERROR -> throw new OutOfMemoryError("simulated cacheableSpan() Error");
-        default -> null;
+        default -> span;
       };
     }
 
