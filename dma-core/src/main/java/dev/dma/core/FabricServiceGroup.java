@@ -114,6 +114,9 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
    */
   private final @Nullable Striping<T> striping;
 
+  /** Each device's health, its pauses, probes and failover ({@link Rails}, its own file). */
+  private final Rails<T> rails;
+
   // The array is read on every submit; generic arrays need the raw type once, here.
   @SuppressWarnings({"unchecked", "rawtypes"})
   private FabricServiceGroup(
@@ -122,10 +125,13 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
       ChecksumPool pool,
       boolean ownsPool,
       Striping.Router<T> router,
+      Rails<T> rails,
       long stripeThresholdBytes,
       int stripeChunks) {
     this.services = List.copyOf(services);
     this.array = services.toArray(new FabricService[0]);
+    this.rails = rails;
+    rails.services(array);
     this.devices = List.copyOf(devices);
     this.pool = pool;
     this.ownsPool = ownsPool;
@@ -134,7 +140,7 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
     this.striping =
         stripeThresholdBytes > 0 && stripeChunks > 1
             ? new Striping<>(
-                this, array, this.devices, pool, router, stripeThresholdBytes, stripeChunks)
+                this, array, this.devices, pool, router, rails, stripeThresholdBytes, stripeChunks)
             : null;
   }
 
@@ -200,13 +206,16 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
           "provider \"" + provider.name() + "\" lists no devices to start a service on");
     }
     int chunks = builder.stripeChunks > 0 ? builder.stripeChunks : devices.size();
-    Striping.Router<T> router = new Striping.Router<>(completer);
+    Rails<T> rails =
+        new Rails<>(devices, NanoClock.system(), Rails.FIRST_COOLDOWN_NS, Rails.MAX_COOLDOWN_NS);
+    Striping.Router<T> router = new Striping.Router<>(completer, rails);
     boolean ownsPool = builder.pool == null;
     ChecksumPool pool =
         builder.pool != null ? builder.pool : new ChecksumPool(configuration.crcPoolThreads());
     List<FabricService<T>> started = new ArrayList<>(devices.size());
     try {
-      for (String device : devices) {
+      for (int i = 0; i < devices.size(); i++) {
+        String device = devices.get(i);
         DmaConfiguration pinned = configuration.toBuilder().interfaces(List.of(device)).build();
         // Every option the group was given, then what the group decides for each device.
         started.add(
@@ -215,6 +224,7 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
                 .provider(provider)
                 .completer(router)
                 .checksumPool(pool)
+                .failureHook(rails.hook(i))
                 .start());
       }
     } catch (RuntimeException | Error failed) {
@@ -227,7 +237,7 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
       throw failed;
     }
     return new FabricServiceGroup<>(
-        started, devices, pool, ownsPool, router, builder.stripeThresholdBytes, chunks);
+        started, devices, pool, ownsPool, router, rails, builder.stripeThresholdBytes, chunks);
   }
 
   /**
@@ -336,7 +346,54 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
         return striped;
       }
     }
+    if (rails.anyPaused()) {
+      return offerAroundPaused(request);
+    }
     return offerWhole(request, choose());
+  }
+
+  /**
+   * Offers a whole transfer while some device is paused: as a probe to a paused device whose
+   * cooldown has passed (reads only), else to the healthy devices only, starting at the less loaded
+   * of two; when every device is paused, as if none were.
+   */
+  private Offer offerAroundPaused(TransferRequest<T> request) {
+    int probe = rails.claimProbe(request);
+    if (probe >= 0) {
+      Offer probed = rails.offerProbe(request, probe, array[probe]);
+      if (probed == Offer.ACCEPTED) {
+        return probed;
+      }
+    }
+    int first = choose();
+    Offer answer = Offer.CLOSED;
+    boolean sent = false;
+    for (int i = 0; i < array.length; i++) {
+      int device = (first + i) % array.length;
+      if (rails.avoid(device)) {
+        continue;
+      }
+      sent = true;
+      Offer offered = array[device].offer(request);
+      if (offered == Offer.ACCEPTED) {
+        return offered;
+      }
+      if (offered == Offer.FULL) {
+        answer = offered;
+      }
+    }
+    // No device was healthy by the time we looked (avoid reads each one afresh): send anyway.
+    return sent ? answer : offerWhole(request, first);
+  }
+
+  /**
+   * Each device's health, in device order: whether the group sends it new transfers, and its
+   * faults, pauses, probes and failovers so far (see "Health" above). Thread-safe; a snapshot.
+   *
+   * @return one entry per device
+   */
+  public List<DeviceHealth> health() {
+    return rails.health();
   }
 
   /**
