@@ -62,9 +62,14 @@ class RailHealthFakeTest {
   private final AtomicInteger failedOnFirstDevice = new AtomicInteger();
   private final Semaphore window = new Semaphore(WINDOW);
 
+  /** The device whose completions the fake holds (a stalled rail), or null. */
+  private volatile byte[] stallFrom;
+
   @BeforeEach
   void start() {
-    startGroup(Duration.ofSeconds(30));
+    // Short enough that a stalled device's reads reach their deadline within the test, long enough
+    // that nothing on the fake (which completes at once) comes near it on a loaded machine.
+    startGroup(Duration.ofSeconds(2));
   }
 
   private void startGroup(Duration completionDeadline) {
@@ -109,7 +114,8 @@ class RailHealthFakeTest {
               opsByDevice
                   .computeIfAbsent(ByteBuffer.wrap(op.initiator()), k -> new AtomicInteger())
                   .incrementAndGet();
-              return false;
+              byte[] stalled = stallFrom;
+              return stalled != null && Arrays.equals(op.initiator(), stalled);
             });
   }
 
@@ -281,6 +287,42 @@ class RailHealthFakeTest {
     System.out.printf("flapping: %d failed in the faulty phases; %s%n", failures, health);
     assertEquals(3, health.pauses(), "paused once per fault");
     assertTrue(failures <= 3 * WINDOW, failures + " failed, at most a window per fault");
+    assertEachCompletedOnce(done);
+  }
+
+  @Test
+  void aStalledDeviceIsPausedByDeadlinesOnSeveralClientsAndItsReadsMove() throws Exception {
+    MemorySegment[] landings = landings();
+    read(0, FAULT_AT, landings);
+    drain();
+    stallFrom = device(1);
+    read(FAULT_AT, 3_000, landings);
+    drain();
+    int failures = failuresFrom(FAULT_AT, 3_000);
+    DeviceHealth stalled = group.health().get(1);
+    System.out.printf(
+        "stall: %d of %d later reads failed, %d moved; %s%n",
+        failures, 3_000 - FAULT_AT, movedCompletions.get(), stalled);
+    assertEquals(DeviceHealth.State.PAUSED, stalled.state(), "the stalled device is paused");
+    assertTrue(failures <= WINDOW, failures + " failed, at most the window");
+    assertTrue(movedCompletions.get() > 0, "reads that hit the deadline were posted elsewhere");
+    stallFrom = null;
+    fabric.script().releaseCompletions();
+    // A deadline marks the clients' incarnations unreachable on device 1; the application's answer
+    // to DEADLINE (addPeer with the same address, the README's client lifecycle) clears them.
+    for (int i = 0; i < CLIENTS; i++) {
+      group.addPeer(i + 1, ads.get(i).address());
+    }
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    int done = 3_000;
+    while (group.health().get(1).state() != DeviceHealth.State.HEALTHY && done < TOTAL) {
+      assertTrue(System.nanoTime() < deadline, "device 1 back within 30 s");
+      read(done, done + 1, landings);
+      done++;
+      Thread.sleep(5);
+    }
+    drain();
+    assertEquals(DeviceHealth.State.HEALTHY, group.health().get(1).state(), "back after the stall");
     assertEachCompletedOnce(done);
   }
 }
