@@ -46,6 +46,46 @@ import org.jspecify.annotations.Nullable;
  * nearly the balance of asking every device, at the cost of two reads). With two devices that is
  * always the less loaded one. A device whose worker is gone is skipped.
  *
+ * <h2>Health</h2>
+ *
+ * A device that is alive but failing (a NIC error, a link down, a rail that stalls) would otherwise
+ * get its share and more: failing fast, it has fewer outstanding transfers. The group therefore
+ * judges each device from the failures its worker already reports (nothing is added to a success):
+ *
+ * <ul>
+ *   <li><b>What counts:</b> failures with reason {@code PROVIDER} (the NIC or provider reported an
+ *       error), {@code DEADLINE} (posted and never completed: a stall), and {@code ENDPOINT_RESET}
+ *       (a reset that did not heal keeps failing transfers). A device is paused after {@value
+ *       Rails#FAULTS_TO_PAUSE} of them in a row, with no success on that device in between, from
+ *       <em>at least two different clients</em>.
+ *   <li><b>What does not:</b> {@code ACCESS_DENIED}, {@code PEER_UNREACHABLE}, {@code BAD_REQUEST},
+ *       {@code CLOSED}: they are about one client or the caller. And one client's failures never
+ *       pause a device, whatever their reason: a dead or misbehaving client fails its own transfers
+ *       on every device alike, and pausing a rail for it would move every other client's traffic
+ *       for nothing. A success on the device between two faults also ends the run. (A group that
+ *       only ever serves one client therefore never pauses a device.)
+ *   <li><b>Paused:</b> the device gets no new transfers and no striped chunks while another device
+ *       is healthy. After a cooldown (100 ms, doubling after each failed probe up to 5 s) the next
+ *       whole read submitted is its probe; the device is healthy again when a probe succeeds. When
+ *       every device is paused, the group sends as if none were: a pause never makes a degraded
+ *       group a dead one. A change of state is logged once (WARNING when paused, INFO when back).
+ *   <li><b>Failover:</b> a read that failed on a device judged at fault (paused, or in a run of
+ *       faults from several clients) is posted again on a healthy device that has not carried it,
+ *       with its operand as first resolved (the context is not asked again), under that device's
+ *       own deadlines; a probe that fails is always moved. A write is moved only when its request
+ *       allows retries ({@link TransferRequest#retryWrite()}) and its failure says the target is
+ *       {@code UNCHANGED} (it was never posted). {@link Completion#posts()} then counts every
+ *       device's posts and {@link Completion#devices()} how many devices carried it.
+ *   <li><b>Seen from outside:</b> {@link #health()}, and per-device OpenTelemetry metrics ({@code
+ *       dma.device.paused}, {@code dma.device.faults}, {@code .pauses}, {@code .probes}, {@code
+ *       .failovers}).
+ * </ul>
+ *
+ * <p>After a stall, the deadline also marks the clients' incarnations unreachable on that device,
+ * as on one service: its probes fail {@code PEER_UNREACHABLE} until the application re-adds the
+ * clients ({@link #addPeer}, its answer to {@code DEADLINE}). Health adds one volatile read to a
+ * submit while every device is healthy; the rest runs on failures only.
+ *
  * <h2>Peers</h2>
  *
  * Any device may carry any client's transfer, so {@link #addPeer} and {@link #removePeer} reach
@@ -236,6 +276,7 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
       }
       throw failed;
     }
+    rails.registerMetrics(builder.openTelemetryOrGlobal(), provider.name());
     return new FabricServiceGroup<>(
         started, devices, pool, ownsPool, router, rails, builder.stripeThresholdBytes, chunks);
   }
@@ -535,6 +576,7 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
     for (FabricService<T> service : array) {
       service.close();
     }
+    rails.close();
     if (ownsPool) {
       pool.close();
     }

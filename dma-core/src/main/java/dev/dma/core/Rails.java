@@ -8,6 +8,7 @@ import dev.dma.api.Operands;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.DmaService.Offer;
 import dev.dma.core.internal.FailureHook;
+import dev.dma.core.internal.Telemetry;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -47,6 +48,8 @@ final class Rails<T extends Operands> {
   /** How many devices are paused: 0 keeps the submit path as it was. */
   private final AtomicInteger paused = new AtomicInteger();
 
+  private final List<Telemetry> metrics = new ArrayList<>();
+
   @SuppressWarnings("unchecked")
   Rails(List<String> devices, NanoClock clock, long firstCooldownNs, long maxCooldownNs) {
     if (devices.size() > Long.SIZE) {
@@ -62,6 +65,43 @@ final class Rails<T extends Operands> {
   /** The services, once started (the hooks exist before them). */
   void services(FabricService<T>[] services) {
     this.array = services;
+  }
+
+  /**
+   * Reports each device's state and counts as OpenTelemetry metrics, with the attributes of that
+   * device's service ({@code dma.provider}, {@code dma.device}): {@code dma.device.paused} (1 while
+   * paused), and the counters {@code dma.device.faults}, {@code dma.device.pauses}, {@code
+   * dma.device.probes}, {@code dma.device.failovers}. Read at collection time from the atomics;
+   * nothing is recorded per transfer.
+   */
+  void registerMetrics(io.opentelemetry.api.OpenTelemetry otel, String provider) {
+    for (Rail rail : rails) {
+      Telemetry telemetry = new Telemetry(otel, provider, rail.device, false);
+      telemetry.gauge(
+          "dma.device.paused",
+          "1 while the group sends the device no new transfers (rail health), else 0",
+          "",
+          () -> rail.paused ? 1 : 0);
+      telemetry.observedCounter(
+          "dma.device.faults", "Failures counted against the device itself", rail.faults::get);
+      telemetry.observedCounter(
+          "dma.device.pauses", "Times the group paused the device", rail.pauses::get);
+      telemetry.observedCounter(
+          "dma.device.probes", "Probe transfers sent to the paused device", rail.probes::get);
+      telemetry.observedCounter(
+          "dma.device.failovers",
+          "Transfers failed on the device and posted again on another",
+          rail.failedOver::get);
+      metrics.add(telemetry);
+    }
+  }
+
+  /** Unregisters the metrics (the group closed). */
+  void close() {
+    for (Telemetry telemetry : metrics) {
+      telemetry.close();
+    }
+    metrics.clear();
   }
 
   /** The failure hook of device {@code device}'s worker. */
