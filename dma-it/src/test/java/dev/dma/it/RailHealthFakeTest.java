@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.dma.api.Advertisement;
 import dev.dma.api.Completion;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.core.DeviceHealth;
@@ -324,5 +325,62 @@ class RailHealthFakeTest {
     drain();
     assertEquals(DeviceHealth.State.HEALTHY, group.health().get(1).state(), "back after the stall");
     assertEachCompletedOnce(done);
+  }
+
+  /**
+   * A write the failing device posted may have landed, so it is never moved, even when its request
+   * allows retries: each such failure says MAY_HAVE_CHANGED and was posted on one device only. The
+   * device is still paused, and the later writes go to healthy devices.
+   */
+  @Test
+  void aPostedWriteIsNeverMovedEvenWithRetriesAllowed() throws Exception {
+    MemorySegment[] landings = landings();
+    List<Completion<Buffer>> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    group.close();
+    group =
+        FabricServiceGroup.<Buffer>builder(
+                DmaConfiguration.builder()
+                    .providers("fake")
+                    .interfaces(List.of(fabric.name(), fabric.name(), fabric.name()))
+                    .build())
+            .completer(
+                batch -> {
+                  for (Completion<Buffer> each : batch) {
+                    completed.incrementAndGet(each.context().id());
+                    if (!each.outcome().isDone()) {
+                      failed.incrementAndGet(each.context().id());
+                      failures.add(each);
+                    }
+                    window.release();
+                  }
+                })
+            .start();
+    failEverythingOn(1);
+    int writes = 2_000;
+    for (int id = 0; id < writes; id++) {
+      assertTrue(window.tryAcquire(30, TimeUnit.SECONDS), "a window slot within 30 s");
+      int client = id % CLIENTS;
+      TransferRequest<Buffer> request =
+          TransferRequest.write(client + 1, ads.get(client), new Buffer(id, landings[id % WINDOW]))
+              .withRetryWrite(true);
+      while (!group.submit(request)) {
+        Thread.onSpinWait();
+      }
+    }
+    drain();
+    System.out.printf("writes: %d failed; %s%n", failures.size(), group.health().get(1));
+    assertTrue(failures.size() > 0, "the failing device's first writes failed");
+    assertTrue(failures.size() <= WINDOW, failures.size() + " failed, at most the window");
+    for (Completion<Buffer> each : failures) {
+      assertEquals(1, each.devices(), "a posted write stays on its device");
+      assertEquals(1, each.posts());
+      assertEquals(
+          DmaException.TargetMemory.MAY_HAVE_CHANGED,
+          each.outcome().error().targetMemory(),
+          each.outcome().error().getMessage());
+    }
+    assertEquals(DeviceHealth.State.PAUSED, group.health().get(1).state());
+    assertEquals(0, group.health().get(1).failedOver());
+    assertEachCompletedOnce(writes);
   }
 }
