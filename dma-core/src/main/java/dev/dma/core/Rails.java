@@ -9,6 +9,11 @@ import dev.dma.api.TransferRequest;
 import dev.dma.core.DmaService.Offer;
 import dev.dma.core.internal.FailureHook;
 import dev.dma.core.internal.Telemetry;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.metrics.Meter;
+import io.opentelemetry.api.metrics.MeterProvider;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -48,7 +53,7 @@ final class Rails<T extends Operands> {
   /** How many devices are paused: 0 keeps the submit path as it was. */
   private final AtomicInteger paused = new AtomicInteger();
 
-  private final List<Telemetry> metrics = new ArrayList<>();
+  private final List<AutoCloseable> metrics = new ArrayList<>();
 
   @SuppressWarnings("unchecked")
   Rails(List<String> devices, NanoClock clock, long firstCooldownNs, long maxCooldownNs) {
@@ -68,38 +73,81 @@ final class Rails<T extends Operands> {
   }
 
   /**
-   * Reports each device's state and counts as OpenTelemetry metrics, with the attributes of that
-   * device's service ({@code dma.provider}, {@code dma.device}): {@code dma.device.paused} (1 while
-   * paused), and the counters {@code dma.device.faults}, {@code dma.device.pauses}, {@code
-   * dma.device.probes}, {@code dma.device.failovers}. Read at collection time from the atomics;
-   * nothing is recorded per transfer.
+   * Reports each device's state and counts as OpenTelemetry metrics, each point with {@code
+   * dma.provider}, {@code dma.device} and {@code dma.device.index} (a group may open one device
+   * twice): {@code dma.device.paused} (gauge, 1 while paused), and the counters {@code
+   * dma.device.faults}, {@code dma.device.pauses}, {@code dma.device.probes}, {@code
+   * dma.device.failovers}. Read at collection time from the atomics; nothing is recorded per
+   * transfer. Without an SDK nothing is registered.
    */
-  void registerMetrics(io.opentelemetry.api.OpenTelemetry otel, String provider) {
-    for (Rail rail : rails) {
-      Telemetry telemetry = new Telemetry(otel, provider, rail.device, false);
-      telemetry.gauge(
-          "dma.device.paused",
-          "1 while the group sends the device no new transfers (rail health), else 0",
-          "",
-          () -> rail.paused ? 1 : 0);
-      telemetry.observedCounter(
-          "dma.device.faults", "Failures counted against the device itself", rail.faults::get);
-      telemetry.observedCounter(
-          "dma.device.pauses", "Times the group paused the device", rail.pauses::get);
-      telemetry.observedCounter(
-          "dma.device.probes", "Probe transfers sent to the paused device", rail.probes::get);
-      telemetry.observedCounter(
-          "dma.device.failovers",
-          "Transfers failed on the device and posted again on another",
-          rail.failedOver::get);
-      metrics.add(telemetry);
+  void registerMetrics(OpenTelemetry otel, String provider) {
+    if (otel.getMeterProvider() == MeterProvider.noop()) {
+      return;
     }
+    Meter meter = otel.getMeter(Telemetry.SCOPE);
+    Attributes[] attributes = new Attributes[rails.length];
+    for (Rail rail : rails) {
+      attributes[rail.index] =
+          Attributes.of(
+              AttributeKey.stringKey("dma.provider"),
+              provider,
+              AttributeKey.stringKey("dma.device"),
+              rail.device,
+              AttributeKey.longKey("dma.device.index"),
+              (long) rail.index);
+    }
+    metrics.add(
+        meter
+            .gaugeBuilder("dma.device.paused")
+            .ofLongs()
+            .setDescription("1 while the group sends the device no new transfers, else 0")
+            .buildWithCallback(
+                m -> {
+                  for (Rail rail : rails) {
+                    m.record(rail.paused ? 1 : 0, attributes[rail.index]);
+                  }
+                }));
+    counter(
+        meter, "dma.device.faults", "Failures counted against the device itself", 0, attributes);
+    counter(meter, "dma.device.pauses", "Times the group paused the device", 1, attributes);
+    counter(meter, "dma.device.probes", "Probes sent to the paused device", 2, attributes);
+    counter(
+        meter,
+        "dma.device.failovers",
+        "Transfers failed on the device and posted again on another",
+        3,
+        attributes);
+  }
+
+  private void counter(
+      Meter meter, String name, String description, int which, Attributes[] attributes) {
+    metrics.add(
+        meter
+            .counterBuilder(name)
+            .setDescription(description)
+            .buildWithCallback(
+                m -> {
+                  for (Rail rail : rails) {
+                    AtomicLong count =
+                        switch (which) {
+                          case 0 -> rail.faults;
+                          case 1 -> rail.pauses;
+                          case 2 -> rail.probes;
+                          default -> rail.failedOver;
+                        };
+                    m.record(count.get(), attributes[rail.index]);
+                  }
+                }));
   }
 
   /** Unregisters the metrics (the group closed). */
   void close() {
-    for (Telemetry telemetry : metrics) {
-      telemetry.close();
+    for (AutoCloseable callback : metrics) {
+      try {
+        callback.close();
+      } catch (Exception ignored) {
+        // Closing an observable instrument only unregisters its callback; nothing to recover.
+      }
     }
     metrics.clear();
   }
