@@ -55,9 +55,9 @@ import org.jspecify.annotations.Nullable;
  * <ul>
  *   <li><b>What counts:</b> failures with reason {@code PROVIDER} (the NIC or provider reported an
  *       error), {@code DEADLINE} (posted and never completed: a stall), and {@code ENDPOINT_RESET}
- *       (a reset that did not heal keeps failing transfers). A device is paused after {@value
- *       Rails#FAULTS_TO_PAUSE} of them in a row, with no success on that device in between, from
- *       <em>at least two different clients</em>.
+ *       (a reset that did not heal keeps failing transfers). A device is paused after 4 of them in
+ *       a row, with no success on that device in between, from <em>at least two different
+ *       clients</em>.
  *   <li><b>What does not:</b> {@code ACCESS_DENIED}, {@code PEER_UNREACHABLE}, {@code BAD_REQUEST},
  *       {@code CLOSED}: they are about one client or the caller. And one client's failures never
  *       pause a device, whatever their reason: a dead or misbehaving client fails its own transfers
