@@ -21,13 +21,18 @@ package dev.dma.api;
  *     (every transfer of a {@code FabricService}, and a group's below its striping threshold), the
  *     number of page-aligned slices when a {@code FabricServiceGroup} striped it over its devices
  *     (also when it was then refused at intake, with nothing posted: {@code posts} says that)
+ * @param devices on how many different devices (endpoints) it was posted: 0 when never posted, 1
+ *     for every transfer of a {@code FabricService}, and more when a {@code FabricServiceGroup}
+ *     striped it or posted it again on a healthy device after its first device failed it (rail
+ *     failover); {@code posts} then counts the posts on every device
  */
-public record Completion<T>(T context, Outcome outcome, int posts, int chunks) {
+public record Completion<T>(T context, Outcome outcome, int posts, int chunks, int devices) {
   /**
    * Checks the outcome and the counts.
    *
    * @throws NullPointerException if {@code outcome} is null
-   * @throws IllegalArgumentException if {@code posts} is negative or {@code chunks} below 1
+   * @throws IllegalArgumentException if {@code posts} or {@code devices} is negative, {@code
+   *     chunks} below 1, or {@code devices} above {@code posts}
    */
   public Completion {
     if (outcome == null) {
@@ -39,6 +44,22 @@ public record Completion<T>(T context, Outcome outcome, int posts, int chunks) {
     if (chunks < 1) {
       throw new IllegalArgumentException("chunks must be at least 1, not " + chunks);
     }
+    if (devices < 0 || devices > posts) {
+      throw new IllegalArgumentException(
+          "devices must be between 0 and posts (" + posts + "), not " + devices);
+    }
+  }
+
+  /**
+   * A completion posted on at most one device: {@code devices} is 1 when it was posted, else 0.
+   *
+   * @param context the context of the request
+   * @param outcome how the transfer ended
+   * @param posts how many times it was handed to the provider
+   * @param chunks how many chunks it was split into
+   */
+  public Completion(T context, Outcome outcome, int posts, int chunks) {
+    this(context, outcome, posts, chunks, posts > 0 ? 1 : 0);
   }
 
   /**

@@ -4,6 +4,7 @@ import dev.dma.api.Advertisement;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.core.AsyncFabricService;
+import dev.dma.core.DeviceHealth;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
 import dev.dma.core.FabricServiceGroup;
@@ -216,6 +217,7 @@ final class Bench {
           }
         }
       }
+      service.noteHealth(progress);
     }
     return results;
   }
@@ -412,6 +414,29 @@ final class Bench {
         addresses.add(each.localAddress());
       }
       return addresses;
+    }
+
+    /**
+     * With a group: one note per device, its health at the end of the run (state, faults, pauses,
+     * probes, transfers moved to another device), so a run over several devices shows a rail that
+     * failed. The futures API over a group does not expose its group, so it shows none.
+     */
+    void noteHealth(Progress progress) {
+      if (group == null) {
+        return;
+      }
+      for (DeviceHealth health : group.health()) {
+        progress.note(
+            String.format(
+                Locale.ROOT,
+                "device %s: %s, %d faults, %d pauses, %d probes, %d moved to another device",
+                health.device(),
+                health.state().name().toLowerCase(Locale.ROOT),
+                health.faults(),
+                health.pauses(),
+                health.probes(),
+                health.failedOver()));
+      }
     }
 
     /** The first service's cap; the async API does not expose one, so there no note is shown. */

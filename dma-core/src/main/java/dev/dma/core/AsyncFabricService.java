@@ -172,6 +172,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
         pending.outcome = completion.outcome();
         pending.posts = completion.posts();
         pending.chunks = completion.chunks();
+        pending.devices = completion.devices();
         try {
           executor.execute(pending);
         } catch (RejectedExecutionException rejected) {
@@ -406,6 +407,9 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
     /** The completion's chunk count, set with {@link #outcome}. */
     int chunks = 1;
 
+    /** The completion's device count, set with {@link #outcome}. */
+    int devices = 1;
+
     Pending(T context) {
       this.context = context;
     }
@@ -416,7 +420,7 @@ public final class AsyncFabricService<T extends Operands> implements AutoCloseab
       if (ended instanceof Outcome.Failed(DmaException error)) {
         future.completeExceptionally(error);
       } else {
-        future.complete(new Completion<>(context, ended, posts, chunks));
+        future.complete(new Completion<>(context, ended, posts, chunks, devices));
       }
     }
 

@@ -521,6 +521,9 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
    */
   public static final class Builder<T extends Operands> extends ServiceOptions<Builder<T>> {
     private @Nullable BatchCompleter<T> completer;
+    // A group's rail health (FabricServiceGroup), told of every failure on the worker; none for a
+    // service on its own.
+    private dev.dma.core.internal.@Nullable FailureHook<T> failureHook;
 
     private Builder(DmaConfiguration configuration) {
       super(configuration);
@@ -534,6 +537,12 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
      */
     public Builder<T> completer(BatchCompleter<T> value) {
       this.completer = value;
+      return this;
+    }
+
+    /** The group's failure hook for this device's worker (package-private: groups only). */
+    Builder<T> failureHook(dev.dma.core.internal.FailureHook<T> hook) {
+      this.failureHook = hook;
       return this;
     }
 
@@ -648,6 +657,10 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
                     listener.accept(changed.clone());
                   },
                   telemetry);
+          dev.dma.core.internal.FailureHook<T> hook = failureHook;
+          if (hook != null) {
+            fabricWorker.failureHook(hook);
+          }
           ready.send(new Ready(info, fabricWorker.cap(), telemetry.tracing(), endpoint::peerText));
         } catch (Throwable setupFailure) {
           endpoint.close();

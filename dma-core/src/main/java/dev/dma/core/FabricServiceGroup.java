@@ -46,6 +46,46 @@ import org.jspecify.annotations.Nullable;
  * nearly the balance of asking every device, at the cost of two reads). With two devices that is
  * always the less loaded one. A device whose worker is gone is skipped.
  *
+ * <h2>Health</h2>
+ *
+ * A device that is alive but failing (a NIC error, a link down, a rail that stalls) would otherwise
+ * get its share and more: failing fast, it has fewer outstanding transfers. The group therefore
+ * judges each device from the failures its worker already reports (nothing is added to a success):
+ *
+ * <ul>
+ *   <li><b>What counts:</b> failures with reason {@code PROVIDER} (the NIC or provider reported an
+ *       error), {@code DEADLINE} (posted and never completed: a stall), and {@code ENDPOINT_RESET}
+ *       (a reset that did not heal keeps failing transfers). A device is paused after 4 of them in
+ *       a row, with no success on that device in between, from <em>at least two different
+ *       clients</em>.
+ *   <li><b>What does not:</b> {@code ACCESS_DENIED}, {@code PEER_UNREACHABLE}, {@code BAD_REQUEST},
+ *       {@code CLOSED}: they are about one client or the caller. And one client's failures never
+ *       pause a device, whatever their reason: a dead or misbehaving client fails its own transfers
+ *       on every device alike, and pausing a rail for it would move every other client's traffic
+ *       for nothing. A success on the device between two faults also ends the run. (A group that
+ *       only ever serves one client therefore never pauses a device.)
+ *   <li><b>Paused:</b> the device gets no new transfers and no striped chunks while another device
+ *       is healthy. After a cooldown (100 ms, doubling after each failed probe up to 5 s) the next
+ *       whole read submitted is its probe; the device is healthy again when a probe succeeds. When
+ *       every device is paused, the group sends as if none were: a pause never makes a degraded
+ *       group a dead one. A change of state is logged once (WARNING when paused, INFO when back).
+ *   <li><b>Failover:</b> a read that failed on a device judged at fault (paused, or in a run of
+ *       faults from several clients) is posted again on a healthy device that has not carried it,
+ *       with its operand as first resolved (the context is not asked again), under that device's
+ *       own deadlines; a probe that fails is always moved. A write is moved only when its request
+ *       allows retries ({@link TransferRequest#retryWrite()}) and its failure says the target is
+ *       {@code UNCHANGED} (it was never posted). {@link Completion#posts()} then counts every
+ *       device's posts and {@link Completion#devices()} how many devices carried it.
+ *   <li><b>Seen from outside:</b> {@link #health()}, and per-device OpenTelemetry metrics ({@code
+ *       dma.device.paused}, {@code dma.device.faults}, {@code .pauses}, {@code .probes}, {@code
+ *       .failovers}).
+ * </ul>
+ *
+ * <p>After a stall, the deadline also marks the clients' incarnations unreachable on that device,
+ * as on one service: its probes fail {@code PEER_UNREACHABLE} until the application re-adds the
+ * clients ({@link #addPeer}, its answer to {@code DEADLINE}). Health adds one volatile read to a
+ * submit while every device is healthy; the rest runs on failures only.
+ *
  * <h2>Peers</h2>
  *
  * Any device may carry any client's transfer, so {@link #addPeer} and {@link #removePeer} reach
@@ -114,6 +154,9 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
    */
   private final @Nullable Striping<T> striping;
 
+  /** Each device's health, its pauses, probes and failover ({@link Rails}, its own file). */
+  private final Rails<T> rails;
+
   // The array is read on every submit; generic arrays need the raw type once, here.
   @SuppressWarnings({"unchecked", "rawtypes"})
   private FabricServiceGroup(
@@ -122,10 +165,13 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
       ChecksumPool pool,
       boolean ownsPool,
       Striping.Router<T> router,
+      Rails<T> rails,
       long stripeThresholdBytes,
       int stripeChunks) {
     this.services = List.copyOf(services);
     this.array = services.toArray(new FabricService[0]);
+    this.rails = rails;
+    rails.services(array);
     this.devices = List.copyOf(devices);
     this.pool = pool;
     this.ownsPool = ownsPool;
@@ -134,7 +180,7 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
     this.striping =
         stripeThresholdBytes > 0 && stripeChunks > 1
             ? new Striping<>(
-                this, array, this.devices, pool, router, stripeThresholdBytes, stripeChunks)
+                this, array, this.devices, pool, router, rails, stripeThresholdBytes, stripeChunks)
             : null;
   }
 
@@ -200,13 +246,16 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
           "provider \"" + provider.name() + "\" lists no devices to start a service on");
     }
     int chunks = builder.stripeChunks > 0 ? builder.stripeChunks : devices.size();
-    Striping.Router<T> router = new Striping.Router<>(completer);
+    Rails<T> rails =
+        new Rails<>(devices, NanoClock.system(), Rails.FIRST_COOLDOWN_NS, Rails.MAX_COOLDOWN_NS);
+    Striping.Router<T> router = new Striping.Router<>(completer, rails);
     boolean ownsPool = builder.pool == null;
     ChecksumPool pool =
         builder.pool != null ? builder.pool : new ChecksumPool(configuration.crcPoolThreads());
     List<FabricService<T>> started = new ArrayList<>(devices.size());
     try {
-      for (String device : devices) {
+      for (int i = 0; i < devices.size(); i++) {
+        String device = devices.get(i);
         DmaConfiguration pinned = configuration.toBuilder().interfaces(List.of(device)).build();
         // Every option the group was given, then what the group decides for each device.
         started.add(
@@ -215,6 +264,7 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
                 .provider(provider)
                 .completer(router)
                 .checksumPool(pool)
+                .failureHook(rails.hook(i))
                 .start());
       }
     } catch (RuntimeException | Error failed) {
@@ -226,8 +276,9 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
       }
       throw failed;
     }
+    rails.registerMetrics(builder.openTelemetryOrGlobal(), provider.name());
     return new FabricServiceGroup<>(
-        started, devices, pool, ownsPool, router, builder.stripeThresholdBytes, chunks);
+        started, devices, pool, ownsPool, router, rails, builder.stripeThresholdBytes, chunks);
   }
 
   /**
@@ -336,7 +387,54 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
         return striped;
       }
     }
+    if (rails.anyPaused()) {
+      return offerAroundPaused(request);
+    }
     return offerWhole(request, choose());
+  }
+
+  /**
+   * Offers a whole transfer while some device is paused: as a probe to a paused device whose
+   * cooldown has passed (reads only), else to the healthy devices only, starting at the less loaded
+   * of two; when every device is paused, as if none were.
+   */
+  private Offer offerAroundPaused(TransferRequest<T> request) {
+    int probe = rails.claimProbe(request);
+    if (probe >= 0) {
+      Offer probed = rails.offerProbe(request, probe, array[probe]);
+      if (probed == Offer.ACCEPTED) {
+        return probed;
+      }
+    }
+    int first = choose();
+    Offer answer = Offer.CLOSED;
+    boolean sent = false;
+    for (int i = 0; i < array.length; i++) {
+      int device = (first + i) % array.length;
+      if (rails.avoid(device)) {
+        continue;
+      }
+      sent = true;
+      Offer offered = array[device].offer(request);
+      if (offered == Offer.ACCEPTED) {
+        return offered;
+      }
+      if (offered == Offer.FULL) {
+        answer = offered;
+      }
+    }
+    // No device was healthy by the time we looked (avoid reads each one afresh): send anyway.
+    return sent ? answer : offerWhole(request, first);
+  }
+
+  /**
+   * Each device's health, in device order: whether the group sends it new transfers, and its
+   * faults, pauses, probes and failovers so far (see "Health" above). Thread-safe; a snapshot.
+   *
+   * @return one entry per device
+   */
+  public List<DeviceHealth> health() {
+    return rails.health();
   }
 
   /**
@@ -478,6 +576,7 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
     for (FabricService<T> service : array) {
       service.close();
     }
+    rails.close();
     if (ownsPool) {
       pool.close();
     }

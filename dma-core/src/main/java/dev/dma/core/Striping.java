@@ -19,6 +19,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 
@@ -43,6 +44,7 @@ final class Striping<T extends Operands> {
   private final List<String> devices;
   private final ChecksumPool pool;
   private final Router<T> router;
+  private final Rails<T> rails;
   private final long thresholdBytes;
   private final int chunks;
 
@@ -52,9 +54,11 @@ final class Striping<T extends Operands> {
       List<String> devices,
       ChecksumPool pool,
       Router<T> router,
+      Rails<T> rails,
       long thresholdBytes,
       int chunks) {
     this.group = group;
+    this.rails = rails;
     this.array = array;
     this.devices = devices;
     this.pool = pool;
@@ -131,7 +135,7 @@ final class Striping<T extends Operands> {
     for (int i = 0; i < count; i++) {
       long offset = i * chunkBytes;
       long size = Math.min(chunkBytes, length - offset);
-      Chunk chunk = new Chunk(stripe, i, operand.asSlice(offset, size));
+      Chunk chunk = new Chunk(stripe, i, placed[i], operand.asSlice(offset, size));
       Direction direction =
           request.direction() instanceof Direction.FromPeer
               ? Direction.fromPeer(size)
@@ -157,7 +161,8 @@ final class Striping<T extends Operands> {
                 DmaException.fabric(
                     DmaException.Reason.CLOSED,
                     FabricWorker.WORKER_GONE + ": device " + devices.get(placed[i]))),
-            0);
+            0,
+            0L);
       }
     }
     Completion<T> whole = stripe.submitted();
@@ -172,15 +177,20 @@ final class Striping<T extends Operands> {
    * Takes room for one chunk per slot of {@code placed}, each on device {@code start + i} or, when
    * that one is full or gone, the next with room; fills in the devices. FULL or CLOSED (as {@link
    * FabricServiceGroup#offer} answers them, for the first chunk that found no room) gives every
-   * room back.
+   * room back. While a device is paused ({@link Rails}) and another is healthy, no chunk goes to
+   * it: the healthy devices carry its share.
    */
   private Offer reserve(int[] placed) {
     int start = group.choose();
+    boolean avoiding = rails.anyPaused();
     for (int i = 0; i < placed.length; i++) {
       Offer answer = Offer.CLOSED;
       int device = -1;
       for (int j = 0; j < array.length && device < 0; j++) {
         int candidate = (start + i + j) % array.length;
+        if (avoiding && rails.avoid(candidate)) {
+          continue;
+        }
         Offer room = array[candidate].reserve();
         if (room == Offer.ACCEPTED) {
           device = candidate;
@@ -240,11 +250,14 @@ final class Striping<T extends Operands> {
   private static final class Chunk implements Operands {
     final Stripe<?> stripe;
     final int index;
+    // The device it was offered to, for the transfer's device count.
+    final int device;
     private final MemorySegment slice;
 
-    Chunk(Stripe<?> stripe, int index, MemorySegment slice) {
+    Chunk(Stripe<?> stripe, int index, int device, MemorySegment slice) {
       this.stripe = stripe;
       this.index = index;
+      this.device = device;
       this.slice = slice;
     }
 
@@ -291,6 +304,8 @@ final class Striping<T extends Operands> {
     // changed the target.
     private final AtomicInteger posts = new AtomicInteger();
     private final AtomicInteger chunksPosted = new AtomicInteger();
+    // The devices that posted a chunk, one bit each: the transfer's Completion.devices.
+    private final AtomicLong devicesPosted = new AtomicLong();
     private final int[] crcs;
     private final long[] lengths;
     private final long lengthBytes;
@@ -317,10 +332,11 @@ final class Striping<T extends Operands> {
     /**
      * Records one chunk's end; answers the transfer's completion when it was the last, else null.
      */
-    @Nullable Completion<T> chunkDone(int index, Outcome outcome, int chunkPosts) {
+    @Nullable Completion<T> chunkDone(int index, Outcome outcome, int chunkPosts, long devices) {
       if (chunkPosts > 0) {
         posts.addAndGet(chunkPosts);
         chunksPosted.incrementAndGet();
+        devicesPosted.getAndAccumulate(devices, (a, b) -> a | b);
       }
       if (outcome instanceof TransferDone done) {
         crcs[index] = done.checksum().orElse(0);
@@ -335,7 +351,8 @@ final class Striping<T extends Operands> {
       if (remaining.decrementAndGet() != 0) {
         return null;
       }
-      return new Completion<>(context, aggregate(), posts.get(), crcs.length);
+      return new Completion<>(
+          context, aggregate(), posts.get(), crcs.length, Long.bitCount(devicesPosted.get()));
     }
 
     private Outcome aggregate() {
@@ -415,22 +432,30 @@ final class Striping<T extends Operands> {
   private record ChunkError(int index, DmaException error) {}
 
   /**
-   * Every service's completer: passes batches without chunks straight to the caller's completer (no
-   * allocation), and replaces chunks by their transfer's one completion once the last is in.
+   * Every service's completer: passes batches without the group's own contexts straight to the
+   * caller's completer (no allocation); replaces chunks by their transfer's one completion once the
+   * last is in, and a transfer the group posted again or as a probe ({@link Rails.Moved}) by the
+   * caller's completion counting every device's posts.
    */
   static final class Router<T extends Operands> implements BatchCompleter<T> {
     private static final System.Logger LOG = System.getLogger(FabricServiceGroup.class.getName());
     private final BatchCompleter<T> completer;
+    private final Rails<T> rails;
 
-    Router(BatchCompleter<T> completer) {
+    Router(BatchCompleter<T> completer, Rails<T> rails) {
       this.completer = completer;
+      this.rails = rails;
+    }
+
+    private static boolean ours(Object context) {
+      return context instanceof Chunk || context instanceof Rails.Moved;
     }
 
     @Override
     public void complete(List<Completion<T>> batch) {
       int size = batch.size();
       int i = 0;
-      while (i < size && !((Object) batch.get(i).context() instanceof Chunk)) {
+      while (i < size && !ours(batch.get(i).context())) {
         i++;
       }
       if (i == size) {
@@ -440,13 +465,35 @@ final class Striping<T extends Operands> {
       List<Completion<T>> out = new ArrayList<>(size);
       for (int j = 0; j < size; j++) {
         Completion<T> each = batch.get(j);
-        if ((Object) each.context() instanceof Chunk chunk) {
+        Object context = each.context();
+        int posts = each.posts();
+        long devices = 0;
+        if (context instanceof Rails.Moved moved) {
+          if (moved.probeOf >= 0 && each.outcome().isDone()) {
+            rails.probeSucceeded(moved.probeOf);
+          }
+          context = moved.context;
+          posts += moved.priorPosts;
+          devices = moved.devices;
+        }
+        if (context instanceof Chunk chunk) {
           @SuppressWarnings("unchecked")
           Stripe<T> stripe = (Stripe<T>) chunk.stripe;
-          Completion<T> whole = stripe.chunkDone(chunk.index, each.outcome(), each.posts());
+          long carried = devices != 0 ? devices : 1L << chunk.device;
+          Completion<T> whole = stripe.chunkDone(chunk.index, each.outcome(), posts, carried);
           if (whole != null) {
             out.add(whole);
           }
+        } else if (devices != 0) {
+          @SuppressWarnings("unchecked")
+          T caller = (T) context;
+          out.add(
+              new Completion<>(
+                  caller,
+                  each.outcome(),
+                  posts,
+                  1,
+                  Math.min(posts, Math.max(1, Long.bitCount(devices)))));
         } else {
           out.add(each);
         }

@@ -362,6 +362,75 @@ class TelemetryTest {
     assertEquals(3, wires, "a wire span per chunk");
   }
 
+  private static long device(Collection<MetricData> all, String name, long index, boolean gauge) {
+    Attributes match = Attributes.of(AttributeKey.longKey("dma.device.index"), index);
+    return all.stream()
+        .filter(metric -> metric.getName().equals(name))
+        .flatMap(
+            metric ->
+                (gauge
+                        ? metric.getLongGaugeData().getPoints()
+                        : metric.getLongSumData().getPoints())
+                    .stream())
+        .filter(point -> matches(point, match))
+        .mapToLong(LongPointData::getValue)
+        .sum();
+  }
+
+  /**
+   * Rail health is seen in the metrics: the device failing every op for two clients is reported
+   * paused with its faults, pause and failovers, the healthy ones not.
+   */
+  @Test
+  void aGroupReportsEachDevicesHealth() throws Exception {
+    try (FakeFabric fabric = FakeFabric.create("telemetry-health")) {
+      FakeEndpoint first = fabric.openEndpoint();
+      FakeEndpoint second = fabric.openEndpoint();
+      List<Advertisement> ads =
+          List.of(
+              first.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement(),
+              second.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement());
+      Collector<Buffer> completions = new Collector<>();
+      String name = fabric.name();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder()
+              .providers("fake")
+              .interfaces(List.of(name, name, name))
+              .build();
+      try (FabricServiceGroup<Buffer> group =
+          FabricServiceGroup.<Buffer>builder(configuration)
+              .completer(completions)
+              .openTelemetry(sdk)
+              .start()) {
+        byte[] failing = group.services().get(1).localAddress();
+        fabric.script().failOp(OpMatcher.fromInitiator(failing), 5, -5, "Input/output error");
+        int reads = 400;
+        MemorySegment landing = arena.allocate(4096);
+        for (int i = 0; i < reads; i++) {
+          assertTrue(
+              group.submit(
+                  TransferRequest.read(i % 2 + 1, ads.get(i % 2), 4096, new Buffer(i, landing))));
+          if (i % 32 == 31) {
+            completions.take(32);
+          }
+        }
+        completions.take(reads % 32);
+        Collection<MetricData> all = metrics.collectAllMetrics();
+        assertEquals(1, device(all, "dma.device.paused", 1, true), "device 1 reported paused");
+        assertEquals(0, device(all, "dma.device.paused", 0, true));
+        assertEquals(0, device(all, "dma.device.paused", 2, true));
+        assertEquals(1, device(all, "dma.device.pauses", 1, false));
+        assertEquals(group.health().get(1).faults(), device(all, "dma.device.faults", 1, false));
+        assertTrue(device(all, "dma.device.faults", 1, false) >= 4);
+        assertEquals(
+            group.health().get(1).failedOver(), device(all, "dma.device.failovers", 1, false));
+        assertEquals(0, device(all, "dma.device.faults", 0, false));
+      }
+      first.close();
+      second.close();
+    }
+  }
+
   /**
    * A transfer still posted when the close timeout passes fails with CLOSED, and its telemetry says
    * so too: its {@code dma.wire} span ends with an error status and it counts as a failed write,

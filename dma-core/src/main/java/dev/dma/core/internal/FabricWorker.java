@@ -143,6 +143,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   final ChecksumBatch<T> checksums;
   private int drainSpins;
   private TransferDone lastDone;
+  // A group's health and failover (FailureHook), or null for a plain service; asked on failures
+  // only. Set once before the worker runs.
+  private @Nullable FailureHook<T> failureHook;
+  // Transfers completed successfully, read by the failure hook on this thread.
+  private long succeeded;
 
   // What the last pass did, for the idle strategy and the exit.
   private int postedInPass;
@@ -242,6 +247,16 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     this.freeSlotCount = cap;
     endpoint.openSlots(cap);
     this.telemetry.registerGauges(() -> inFlight, () -> pendingCount, peers, regions);
+  }
+
+  /**
+   * Sets the hook told of every failed transfer before its completion is built (a group's rail
+   * health); call before {@link #run}, on the thread that will run it.
+   *
+   * @param hook the hook
+   */
+  public void failureHook(FailureHook<T> hook) {
+    this.failureHook = hook;
   }
 
   /**
@@ -683,9 +698,15 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     TransferRequest<T> request = op.request;
     if (error != null) {
       error = op.whatItLeft(error);
+    } else {
+      succeeded++;
     }
     if (telemetry.on) {
       telemetry.reaped(op, op.isRead(), op.lengthBytes, error);
+    }
+    if (error != null && takenOver(request, op.operand, error, op.posts)) {
+      accountFinished(op);
+      return;
     }
     if (request.checksum() == Checksum.CRC32C) {
       // Handed over before accountFinished recycles the op and clears its spans.
@@ -722,8 +743,27 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     error = op.whatItLeft(error);
     telemetry.failedUnposted(op.isRead(), error);
     int posts = op.posts;
+    if (takenOver(request, op.operand, error, posts)) {
+      accountFinished(op);
+      return;
+    }
     accountFinished(op);
     completions.add(new Completion<>(request.context(), Outcome.failed(error), posts));
+  }
+
+  /** Whether the failure hook (a group's) took a failed transfer over; false without one. */
+  private boolean takenOver(
+      TransferRequest<T> request, @Nullable MemorySegment operand, DmaException error, int posts) {
+    FailureHook<T> hook = failureHook;
+    if (hook == null) {
+      return false;
+    }
+    try {
+      return hook.failed(request, operand, error, posts, succeeded);
+    } catch (RuntimeException hookFailure) {
+      LOG.log(Level.ERROR, "the failure hook threw; the transfer completes failed", hookFailure);
+      return false;
+    }
   }
 
   /** Accounts one finished op (reaped, or failed before posting) and recycles it. */
