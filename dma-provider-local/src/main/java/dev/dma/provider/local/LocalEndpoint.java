@@ -80,6 +80,9 @@ final class LocalEndpoint implements FabricEndpoint {
 
   private static final SecureRandom RANDOM = new SecureRandom();
 
+  /** How often a peer's socket is read at least: withdrawals and a closed target show there. */
+  private static final long CHECK_EVERY_NS = 1_000_000;
+
   /** Targets sleep in poll() on the listening socket and an eventfd until a server connects. */
   private static final Set<Capability> CAPABILITIES =
       Set.copyOf(EnumSet.of(Capability.AWAITS_INCOMING));
@@ -350,6 +353,14 @@ final class LocalEndpoint implements FabricEndpoint {
       long remoteKey,
       boolean write) {
     Peer peer = peers[(int) handle];
+    long now = System.nanoTime();
+    if (now - peer.checkedNs > CHECK_EVERY_NS) {
+      // A target that died shows only on its socket: look at it at least once a millisecond of
+      // posting, so a transfer posted longer than that after the death fails instead of landing in
+      // memory no process maps any more.
+      peer.checkedNs = now;
+      peer.pump();
+    }
     if (peer.state != Peer.READY) {
       int code = peer.notReady();
       if (code != POSTED) {
@@ -421,9 +432,10 @@ final class LocalEndpoint implements FabricEndpoint {
     long now = System.nanoTime();
     if (now - nextPumpNs >= 0) {
       // Now and then, not per pass: frees withdrawn regions' mappings and notices closed targets.
-      nextPumpNs = now + 1_000_000;
+      nextPumpNs = now + CHECK_EVERY_NS;
       for (Peer peer : peers) {
         if (peer != null && peer.state != Peer.GONE) {
+          peer.checkedNs = now;
           peer.pump();
         }
       }
@@ -856,6 +868,7 @@ final class LocalEndpoint implements FabricEndpoint {
     final int atLength;
     int fd = -1;
     int state = NEED_CONNECT;
+    long checkedNs = System.nanoTime();
     // Open addressing by key; few regions per target, so a small table.
     long[] keys = new long[8];
     Region[] regions = new Region[8];
