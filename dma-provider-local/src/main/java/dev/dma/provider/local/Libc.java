@@ -44,6 +44,14 @@ final class Libc {
   static final int EFD_NONBLOCK = 0x800;
   static final int EFD_CLOEXEC = 0x80000;
   static final int SEEK_END = 2;
+  static final int EPOLL_CLOEXEC = 0x80000;
+  static final int EPOLL_CTL_ADD = 1;
+  static final int EPOLLIN = 1;
+  static final int EPOLLRDHUP = 0x2000;
+
+  /** {@code struct epoll_event}, packed on x86_64: events (u32), then data (u64). */
+  static final int EPOLL_EVENT_BYTES = 12;
+
   static final int EINTR = 4;
   static final int EAGAIN = 11;
   static final int ENOENT = 2;
@@ -94,6 +102,9 @@ final class Libc {
   private static final MethodHandle EVENTFD = handle("eventfd", I, I, I);
   private static final MethodHandle WRITE = handle("write", L, I, P, L);
   private static final MethodHandle READ = handle("read", L, I, P, L);
+  private static final MethodHandle EPOLL_CREATE1 = handle("epoll_create1", I, I);
+  private static final MethodHandle EPOLL_CTL = handle("epoll_ctl", I, I, I, I, P);
+  private static final MethodHandle EPOLL_WAIT = handle("epoll_wait", I, I, P, I, I);
 
   private Libc() {}
 
@@ -261,6 +272,30 @@ final class Libc {
   static long read(MemorySegment e, int fd, MemorySegment buffer, long length) {
     try {
       return (long) READ.invokeExact(e, fd, buffer, length);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  static int epollCreate1(MemorySegment e, int flags) {
+    try {
+      return (int) EPOLL_CREATE1.invokeExact(e, flags);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  static int epollCtl(MemorySegment e, int epfd, int op, int fd, MemorySegment event) {
+    try {
+      return (int) EPOLL_CTL.invokeExact(e, epfd, op, fd, event);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  static int epollWait(MemorySegment e, int epfd, MemorySegment events, int max, int timeoutMs) {
+    try {
+      return (int) EPOLL_WAIT.invokeExact(e, epfd, events, max, timeoutMs);
     } catch (Throwable t) {
       throw rethrow(t);
     }
