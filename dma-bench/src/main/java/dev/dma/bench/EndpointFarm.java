@@ -341,8 +341,14 @@ final class EndpointFarm implements AutoCloseable {
       remove(slot);
       FabricEndpoint endpoint = provider.open(configuration);
       try {
+        // A provider that shares only memory it made (local) gives each client its own buffer.
+        MemorySegment own = endpoint.allocateExposable(length);
+        if (own != null) {
+          own.fill((byte) 0x5a);
+        }
         ExposedRegion region =
-            endpoint.expose(memory.asSlice(offset, length), RemoteAccess.READ_WRITE);
+            endpoint.expose(
+                own != null ? own : memory.asSlice(offset, length), RemoteAccess.READ_WRITE);
         bySlot.put(slot, endpoint);
         regions.put(slot, region);
         open.add(endpoint);

@@ -5,7 +5,6 @@ import dev.dma.api.RemoteAccess;
 import dev.dma.core.PassiveTarget;
 import dev.dma.core.TargetRegion;
 import dev.dma.spi.FabricProvider;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,7 +19,6 @@ import java.util.List;
  * {@link ParentWatch} and its main thread); the second waits for the first.
  */
 final class LocalTargets implements AutoCloseable {
-  private final Arena arena = Arena.ofShared();
   private final List<PassiveTarget> targets = new ArrayList<>();
   private final List<TargetRegion> regions = new ArrayList<>();
   private final List<Control.TargetAd> ads = new ArrayList<>();
@@ -35,7 +33,9 @@ final class LocalTargets implements AutoCloseable {
       for (int i = 0; i < count; i++) {
         PassiveTarget target = PassiveTarget.builder(configuration).provider(provider).start();
         targets.add(target);
-        MemorySegment memory = arena.allocate(lengthBytes, 4096);
+        // Through the target: the one way to get memory every provider can expose (local can
+        // share only memory it made); freed when its region closes.
+        MemorySegment memory = target.allocate(lengthBytes);
         memory.fill((byte) 0x5a);
         TargetRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
         regions.add(region);
@@ -79,6 +79,5 @@ final class LocalTargets implements AutoCloseable {
       target.close();
     }
     targets.clear();
-    arena.close();
   }
 }

@@ -42,7 +42,8 @@ public final class FabricProviders {
           "tcp", "dma-provider-tcp",
           "efa", "dma-provider-efa",
           "efa-direct", "dma-provider-efa",
-          "fake", "dma-provider-fake");
+          "fake", "dma-provider-fake",
+          "local", "dma-provider-local");
 
   /**
    * The provider names dma ships a provider for, {@code libfabric:<prov>} standing for the whole

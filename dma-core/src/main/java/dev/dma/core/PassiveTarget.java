@@ -9,6 +9,7 @@ import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.ExposedRegion;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -109,6 +110,13 @@ public final class PassiveTarget implements AutoCloseable {
 
   private final Duration closeTimeout;
   private final List<ExposedRegion> regions = new ArrayList<>();
+
+  /**
+   * Memory {@link #allocate} made from arenas of this target (providers that can expose any native
+   * memory), by address; only the target's thread touches it.
+   */
+  private final java.util.Map<Long, Arena> allocations = new java.util.HashMap<>();
+
   private volatile boolean closing;
 
   /**
@@ -336,6 +344,10 @@ public final class PassiveTarget implements AutoCloseable {
         regions.clear();
       } finally {
         endpoint.close();
+        for (Arena own : allocations.values()) {
+          own.close();
+        }
+        allocations.clear();
       }
     }
   }
@@ -439,7 +451,39 @@ public final class PassiveTarget implements AutoCloseable {
     return new TargetRegion(
         segment,
         withLength(region.advertisement(), segment.byteSize()),
-        () -> closeOnThread(region));
+        () -> closeOnThread(region, segment));
+  }
+
+  /**
+   * Allocates memory to {@linkplain #expose expose}: the way to get exposable memory on every
+   * provider, and the only way on {@code local}, which can share only memory it made (a sealed
+   * memfd). Zeroed and page-aligned. The target owns it: it is freed when the first region exposing
+   * it (or a slice of it) closes, or when the target closes; the segment is not accessible after
+   * that, so a buffer the server may still hold an old advertisement for is never reused. Expose it
+   * once; allocate again for another region.
+   *
+   * @param lengthBytes the length, positive
+   * @return the memory
+   * @throws DmaException {@link DmaException.Reason#CLOSED} once the target is closed; the
+   *     provider's reason when the memory cannot be made
+   */
+  public MemorySegment allocate(long lengthBytes) {
+    if (lengthBytes <= 0) {
+      throw new IllegalArgumentException("lengthBytes must be positive, not " + lengthBytes);
+    }
+    return call(
+        endpoint -> {
+          MemorySegment own = endpoint.allocateExposable(lengthBytes);
+          if (own != null) {
+            return own;
+          }
+          // Any native memory will do here: an arena per allocation, closed with its region.
+          Arena arena = Arena.ofShared();
+          MemorySegment memory = arena.allocate(lengthBytes, 4096);
+          allocations.put(memory.address(), arena);
+          return memory;
+        },
+        "allocate");
   }
 
   /**
@@ -536,7 +580,7 @@ public final class PassiveTarget implements AutoCloseable {
   }
 
   /** Closes {@code region} on the target's thread (the endpoint's owner), unless it stopped. */
-  private void closeOnThread(ExposedRegion region) {
+  private void closeOnThread(ExposedRegion region, MemorySegment segment) {
     if (stopped) {
       return; // the target closed it already, or will as it stops
     }
@@ -545,6 +589,10 @@ public final class PassiveTarget implements AutoCloseable {
           endpoint -> {
             if (regions.remove(region)) {
               region.close();
+              Arena own = allocations.remove(segment.address());
+              if (own != null) {
+                own.close();
+              }
             }
             return Boolean.TRUE;
           },

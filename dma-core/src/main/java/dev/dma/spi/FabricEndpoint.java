@@ -304,6 +304,21 @@ public interface FabricEndpoint extends AutoCloseable {
   ExposedRegion expose(MemorySegment segment, RemoteAccess access);
 
   /**
+   * Allocates memory this endpoint can {@linkplain #expose expose}, for a provider that can share
+   * only memory it made itself ({@code local}: a sealed memfd the server maps). The endpoint owns
+   * it: it is freed when the first region exposing it closes, or when the endpoint closes,
+   * whichever comes first; the segment is then no longer accessible. Called by the owner thread.
+   *
+   * @param lengthBytes the length, positive
+   * @return the memory, zeroed and page-aligned, or {@code null} when any native memory can be
+   *     exposed (the default): the caller then allocates it
+   * @throws DmaException when the memory cannot be made
+   */
+  default @Nullable MemorySegment allocateExposable(long lengthBytes) {
+    return null;
+  }
+
+  /**
    * Drives the provider's progress for this endpoint (reads its completion queue) so a passive
    * target's incoming RMA lands. A no-op where the provider progresses by itself.
    */

@@ -71,7 +71,7 @@ class FabricProvidersTest {
     assertEquals(DmaException.Reason.PROVIDER_UNAVAILABLE, error.reason());
     assertEquals(
         "no provider named \"verbs\" is installed; dma knows efa, efa-direct, fake,"
-            + " libfabric:<prov>, tcp; for libfabric's own provider of that name configure"
+            + " libfabric:<prov>, local, tcp; for libfabric's own provider of that name configure"
             + " \"libfabric:verbs\" (dev.dma:dma-libfabric); any other name needs its provider's"
             + " jar; installed: tcp (available)",
         error.getMessage());
@@ -87,6 +87,7 @@ class FabricProvidersTest {
         Arguments.of("efa", "dma-provider-efa"),
         Arguments.of("efa-direct", "dma-provider-efa"),
         Arguments.of("fake", "dma-provider-fake"),
+        Arguments.of("local", "dma-provider-local"),
         Arguments.of("libfabric:shm", "dma-libfabric"),
         Arguments.of("libfabric:verbs;ofi_rxm/mlx5_0", "dma-libfabric"));
   }
@@ -109,7 +110,7 @@ class FabricProvidersTest {
   @Test
   void theKnownNamesAreExactlyThoseTested() {
     assertEquals(
-        List.of("efa", "efa-direct", "fake", "libfabric:<prov>", "tcp"),
+        List.of("efa", "efa-direct", "fake", "libfabric:<prov>", "local", "tcp"),
         FabricProviders.knownNames());
     assertEquals(
         everyProviderNameDmaKnows().count(),

@@ -102,6 +102,15 @@ abstract class ConformanceSuite {
     return true;
   }
 
+  /**
+   * Memory for {@code owner} to expose: by default the suite's own arena, as any client's native
+   * memory; a provider that can expose only memory it made ({@code local}) allocates it through the
+   * target.
+   */
+  protected MemorySegment exposable(PassiveTarget owner, long lengthBytes) {
+    return arena.allocate(lengthBytes, 4096);
+  }
+
   protected FabricProvider provider() {
     return FabricProviders.select(configuration());
   }
@@ -142,7 +151,7 @@ abstract class ConformanceSuite {
   @ParameterizedTest(name = "{0} bytes")
   @ValueSource(ints = {1, 4096, 1 << 20, 64 << 20})
   void writesAndReadsLandExactly(int size) throws Exception {
-    MemorySegment remote = arena.allocate(size, 4096);
+    MemorySegment remote = exposable(target, size);
     MemorySegment local = arena.allocate(size, 4096);
     Patterns.fill(local, size);
     int expected = Checksums.crc32c(local);
@@ -168,7 +177,7 @@ abstract class ConformanceSuite {
     int size = 4096;
     int slots = 64;
     int total = 10_000;
-    MemorySegment remote = arena.allocate((long) size * slots, 4096);
+    MemorySegment remote = exposable(target, (long) size * slots);
     MemorySegment local = arena.allocate((long) size * slots, 4096);
     Patterns.fill(local, 7);
     Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
@@ -227,7 +236,7 @@ abstract class ConformanceSuite {
     MemorySegment[] remotes = new MemorySegment[clients];
     Advertisement[] ads = new Advertisement[clients];
     for (int c = 0; c < clients; c++) {
-      remotes[c] = arena.allocate(2L * size, 4096);
+      remotes[c] = exposable(target, 2L * size);
       Patterns.fill(remotes[c].asSlice(size, size), 100 + c);
       ads[c] = target.expose(remotes[c], RemoteAccess.READ_WRITE).advertisement();
     }
@@ -313,7 +322,7 @@ abstract class ConformanceSuite {
 
   @Test
   void removingAPeerWithTransfersOutstandingWaitsForThem() throws Exception {
-    MemorySegment remote = arena.allocate(1 << 20, 4096);
+    MemorySegment remote = exposable(target, 1 << 20);
     MemorySegment local = arena.allocate(1 << 20, 4096);
     Patterns.fill(local, 5);
     Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
@@ -353,7 +362,7 @@ abstract class ConformanceSuite {
     assertNotNull(error.getMessage());
     deadPeerFailure(error);
     // The service keeps serving.
-    MemorySegment remote = arena.allocate(64);
+    MemorySegment remote = exposable(target, 64);
     Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     assertTrue(service.submit(request(2, ad, Direction.TO_PEER, new Buffer(1, local))));
     assertTrue(completions.take().outcome().isDone());
@@ -364,7 +373,7 @@ abstract class ConformanceSuite {
   void aTargetThatClosesMidStreamFailsOnlyItsOwnTransfers() throws Exception {
     PassiveTarget doomed = PassiveTarget.start(configuration(), provider(), Duration.ZERO);
     doomed.insertPeer(service.localAddress());
-    MemorySegment doomedMemory = arena.allocate(1 << 20, 4096);
+    MemorySegment doomedMemory = exposable(doomed, 1 << 20);
     Advertisement doomedAd = doomed.expose(doomedMemory, RemoteAccess.READ_WRITE).advertisement();
     MemorySegment local = arena.allocate(1 << 20, 4096);
     Patterns.fill(local, 3);
@@ -376,7 +385,7 @@ abstract class ConformanceSuite {
     List<Completion<Buffer>> doomedCompletions = completions.take(32);
     assertEquals(32, doomedCompletions.size());
     // And the service still serves everyone else.
-    MemorySegment remote = arena.allocate(1 << 20, 4096);
+    MemorySegment remote = exposable(target, 1 << 20);
     Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     assertTrue(service.submit(request(21, ad, Direction.TO_PEER, new Buffer(100, local))));
     Completion<Buffer> fine = completions.take();
@@ -391,7 +400,7 @@ abstract class ConformanceSuite {
     PassiveTarget victim = PassiveTarget.start(configuration(), provider(), Duration.ZERO);
     try {
       victim.insertPeer(service.localAddress());
-      MemorySegment exposed = arena.allocate(4096, 4096);
+      MemorySegment exposed = exposable(victim, 4096);
       RemoteAccess access = remoteWrite ? RemoteAccess.READ_WRITE : RemoteAccess.READ;
       Advertisement ad = victim.expose(exposed, access).advertisement();
       // The advertised length rides along, as a real client's advertisement carries it: a range
@@ -423,7 +432,7 @@ abstract class ConformanceSuite {
     } finally {
       victim.close();
     }
-    MemorySegment remote = arena.allocate(4096, 4096);
+    MemorySegment remote = exposable(target, 4096);
     Advertisement good = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     MemorySegment local = arena.allocate(4096);
     Patterns.fill(local, 11);
@@ -451,7 +460,7 @@ abstract class ConformanceSuite {
    */
   @Test
   void aReadFromAnAddressTheTargetNeverMappedFailsThatReadOnlyWithinSeconds() throws Exception {
-    MemorySegment remote = arena.allocate(4096, 4096);
+    MemorySegment remote = exposable(target, 4096);
     Advertisement ad = target.expose(remote, RemoteAccess.READ_WRITE).advertisement();
     // Served once, so connections and shm's names are set up as for a client already in use.
     MemorySegment local = arena.allocate(4096);
@@ -498,7 +507,7 @@ abstract class ConformanceSuite {
     try {
       // 1. Hello, and 2. serve.
       PassiveTarget first = lifecycleTarget(incarnations);
-      MemorySegment firstMemory = arena.allocate(4096, 4096);
+      MemorySegment firstMemory = exposable(first, 4096);
       Advertisement firstAd = first.expose(firstMemory, RemoteAccess.READ_WRITE).advertisement();
       service.addPeer(client, firstAd.address());
       assertTrue(service.submit(request(client, firstAd, Direction.TO_PEER, new Buffer(1, local))));
@@ -508,7 +517,7 @@ abstract class ConformanceSuite {
       // 3. Leave (another client): no more transfers for it, then removePeer; its address leaves
       //    the address vector.
       PassiveTarget leaver = lifecycleTarget(incarnations);
-      MemorySegment leaverMemory = arena.allocate(4096, 4096);
+      MemorySegment leaverMemory = exposable(leaver, 4096);
       Advertisement leaverAd = leaver.expose(leaverMemory, RemoteAccess.READ_WRITE).advertisement();
       service.addPeer(client + 1, leaverAd.address());
       assertTrue(
@@ -521,7 +530,7 @@ abstract class ConformanceSuite {
       //    once.
       first.close();
       PassiveTarget second = lifecycleTarget(incarnations);
-      MemorySegment secondMemory = arena.allocate(4096, 4096);
+      MemorySegment secondMemory = exposable(second, 4096);
       Advertisement secondAd = second.expose(secondMemory, RemoteAccess.READ_WRITE).advertisement();
       service.addPeer(client, secondAd.address());
       assertTrue(
@@ -563,7 +572,7 @@ abstract class ConformanceSuite {
 
       //    The client comes back with a third address under the same id: served at once.
       PassiveTarget third = lifecycleTarget(incarnations);
-      MemorySegment thirdMemory = arena.allocate(4096, 4096);
+      MemorySegment thirdMemory = exposable(third, 4096);
       Advertisement thirdAd = third.expose(thirdMemory, RemoteAccess.READ_WRITE).advertisement();
       assertTrue(service.submit(request(client, thirdAd, Direction.TO_PEER, new Buffer(6, local))));
       assertDone(completions.take());
@@ -588,7 +597,7 @@ abstract class ConformanceSuite {
     MemorySegment local = arena.allocate(4096);
     try {
       PassiveTarget first = lifecycleTarget(incarnations);
-      MemorySegment firstMemory = arena.allocate(4096, 4096);
+      MemorySegment firstMemory = exposable(first, 4096);
       Advertisement firstAd = first.expose(firstMemory, RemoteAccess.READ_WRITE).advertisement();
       Peer firstPeer = service.addPeer(client, firstAd.address());
       assertEquals(client, firstPeer.clientId());
@@ -613,7 +622,7 @@ abstract class ConformanceSuite {
       // The client restarts under its id with a new address.
       first.close();
       PassiveTarget second = lifecycleTarget(incarnations);
-      MemorySegment secondMemory = arena.allocate(4096, 4096);
+      MemorySegment secondMemory = exposable(second, 4096);
       Advertisement secondAd = second.expose(secondMemory, RemoteAccess.READ_WRITE).advertisement();
       Peer secondPeer = service.addPeer(client, secondAd.address());
       Patterns.fill(local, 7);
@@ -668,7 +677,7 @@ abstract class ConformanceSuite {
     try {
       PassiveTarget before = lifecycleTarget(incarnations);
       Advertisement stale =
-          before.expose(arena.allocate(4096, 4096), RemoteAccess.READ_WRITE).advertisement();
+          before.expose(exposable(before, 4096), RemoteAccess.READ_WRITE).advertisement();
       if (servedBefore) {
         assertTrue(service.submit(request(client, stale, Direction.TO_PEER, new Buffer(1, local))));
         assertDone(completions.take());
@@ -677,7 +686,7 @@ abstract class ConformanceSuite {
       // way.
       before.close();
       PassiveTarget after = lifecycleTarget(incarnations);
-      MemorySegment afterMemory = arena.allocate(4096, 4096);
+      MemorySegment afterMemory = exposable(after, 4096);
       Advertisement current = after.expose(afterMemory, RemoteAccess.READ_WRITE).advertisement();
 
       long started = System.nanoTime();

@@ -40,7 +40,9 @@ public final class OperandTarget {
         new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     try (Arena arena = Arena.ofShared();
         PassiveTarget target = PassiveTarget.start(DmaConfiguration.fromProperties(properties))) {
-      MemorySegment memory = arena.allocate(size, 4096);
+      // local can expose only memory it made; the others take any native memory.
+      MemorySegment memory =
+          args[0].equals("local") ? target.allocate(size) : arena.allocate(size, 4096);
       TargetRegion region = target.expose(memory, RemoteAccess.READ_WRITE);
       Advertisement ad = region.advertisement();
       System.out.println("advertisement " + ad);
@@ -69,6 +71,11 @@ public final class OperandTarget {
             }
             System.out.println("count " + n);
           }
+          case "pidns" ->
+              System.out.println(
+                  "pidns "
+                      + java.nio.file.Files.readSymbolicLink(
+                          java.nio.file.Path.of("/proc/self/ns/pid")));
           case "quit" -> {
             region.close();
             return;
