@@ -172,9 +172,13 @@ class RailHealthTcpTest {
         for (String entry : end.get("reasons").replaceAll("[{}]", "").split(",")) {
           String[] reasonAtPhase = entry.split("[=@]");
           assertTrue(IN_FLIGHT_REASONS.contains(reasonAtPhase[0]), "a failure's reason: " + end);
-          // Once the rail is paused nothing fails: probes and moved reads cost the caller nothing.
-          assertEquals(
-              "cut", reasonAtPhase[1], "failures only while the cut is being judged: " + end);
+          // After the heal nothing fails: probes and moved reads cost the caller nothing. (The
+          // first
+          // fault of a run fails, not yet judged; its completion may arrive just after the test
+          // saw the pause, hence "paused" too.)
+          assertTrue(
+              Set.of("cut", "paused").contains(reasonAtPhase[1]),
+              "failures only of reads stalled by the cut: " + end);
         }
       }
       String[] rail0 = end.get("counts").split(",")[0].split("/");
