@@ -245,6 +245,15 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
           DmaException.Reason.PROVIDER_UNAVAILABLE,
           "provider \"" + provider.name() + "\" lists no devices to start a service on");
     }
+    List<String> binds = builder.deviceBinds;
+    if (!binds.isEmpty() && binds.size() != configuration.interfaces().size()) {
+      throw new IllegalArgumentException(
+          "deviceBinds names "
+              + binds.size()
+              + " addresses for "
+              + configuration.interfaces().size()
+              + " interfaces; give one per interface");
+    }
     int chunks = builder.stripeChunks > 0 ? builder.stripeChunks : devices.size();
     Rails<T> rails =
         new Rails<>(devices, NanoClock.system(), Rails.FIRST_COOLDOWN_NS, Rails.MAX_COOLDOWN_NS);
@@ -256,7 +265,11 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
     try {
       for (int i = 0; i < devices.size(); i++) {
         String device = devices.get(i);
-        DmaConfiguration pinned = configuration.toBuilder().interfaces(List.of(device)).build();
+        DmaConfiguration.Builder pinning = configuration.toBuilder().interfaces(List.of(device));
+        if (!binds.isEmpty()) {
+          pinning.bind(binds.get(i));
+        }
+        DmaConfiguration pinned = pinning.build();
         // Every option the group was given, then what the group decides for each device.
         started.add(
             builder
@@ -597,6 +610,25 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
   public static final class Builder<T extends Operands> extends GroupOptions<Builder<T>> {
     /** Required; the group wraps it in its router, the completer of every device's service. */
     private @Nullable BatchCompleter<T> completer;
+
+    /** One source node per device, or empty: every device takes the configuration's bind. */
+    private List<String> deviceBinds = List.of();
+
+    /**
+     * Gives each device its own source node ({@code bind}), in device order, in place of the
+     * configuration's one: on tcp a device is an interface, and its endpoint listens on (and, for
+     * the libfabric tcp provider, connects from) the address it is bound to, so two rails on two
+     * interfaces need two addresses (the configuration's single {@code bind} would list only the
+     * interface that serves it). Requires the configuration to name its {@code interfaces}, as many
+     * as there are binds; empty (the default) leaves every device on the configuration's bind.
+     *
+     * @param value one host name or address per device, possibly empty
+     * @return this builder
+     */
+    public Builder<T> deviceBinds(List<String> value) {
+      this.deviceBinds = List.copyOf(value);
+      return this;
+    }
 
     /**
      * Sets the completer (required): it receives every completion, from every device.

@@ -189,6 +189,7 @@ final class Rails<T extends Operands> {
   @SuppressWarnings("unchecked")
   Offer offerProbe(TransferRequest<T> request, int device, FabricService<T> service) {
     Moved moved = new Moved(request.context(), null, 0, 1L << device, device);
+    moved.probeRequest = request;
     Offer answer = service.offer((TransferRequest<T>) (TransferRequest<?>) rewrap(request, moved));
     if (answer == Offer.ACCEPTED) {
       rails[device].probes.incrementAndGet();
@@ -201,6 +202,27 @@ final class Rails<T extends Operands> {
   /** A probe on {@code device} succeeded: the device is healthy again. */
   void probeSucceeded(int device) {
     rails[device].resume();
+  }
+
+  /**
+   * A probe failed without its hook seeing it (refused at the worker's intake, for example while
+   * the device's clients are marked unreachable, so never posted): it ends as a failed probe (the
+   * claim is given back and the next one comes after a longer cooldown; without this the claim
+   * would stay taken and the device never be probed again), and it is posted on a healthy device,
+   * as a probe failing on the device is, so probing costs the caller nothing.
+   *
+   * @return true when it was posted elsewhere: the router then delivers nothing for it now
+   */
+  @SuppressWarnings("unchecked")
+  boolean probeRefused(Moved probe, DmaException error) {
+    Rail rail = rails[probe.probeOf];
+    rail.probeFailed();
+    TransferRequest<?> request = probe.probeRequest;
+    if (request == null) {
+      return false;
+    }
+    Moved bare = new Moved(probe.context, null, 0, probe.devices, -1);
+    return rail.failOver((TransferRequest<T>) request, bare, null, error, 0);
   }
 
   /** Each device's health, in device order. */
@@ -251,6 +273,15 @@ final class Rails<T extends Operands> {
     final long devices;
     // The device this is a probe of, or -1.
     final int probeOf;
+
+    // Set by the probed device's hook when it judged this probe's failure; a probe refused at the
+    // worker's intake (never posted, so never shown to the hook) reaches the router unjudged, and
+    // the router then ends the probe itself. Written on the worker before the completion is
+    // handed on, read after: the completion's hand-over orders them.
+    boolean probeJudged;
+
+    // A probe's request as the caller gave it, so a probe refused at intake can still be moved.
+    @Nullable TransferRequest<?> probeRequest;
 
     Moved(
         Operands context,
@@ -335,7 +366,8 @@ final class Rails<T extends Operands> {
       Moved moved = context instanceof Moved m ? m : null;
       boolean fault = deviceFault(error.reason());
       boolean probe = moved != null && moved.probeOf == index;
-      if (probe) {
+      if (probe && moved != null) {
+        moved.probeJudged = true;
         probeFailed();
       } else if (fault) {
         judge(request.clientId(), succeeded);
@@ -380,7 +412,7 @@ final class Rails<T extends Operands> {
           cooldownNs / 1_000_000);
     }
 
-    private void probeFailed() {
+    void probeFailed() {
       long next = Math.min(maxCooldownNs, cooldownNs * 2);
       cooldownNs = next;
       probeAtNs = clock.nanoTime() + next;
@@ -405,7 +437,7 @@ final class Rails<T extends Operands> {
      * transfer then fails as it would have.
      */
     @SuppressWarnings("unchecked")
-    private boolean failOver(
+    boolean failOver(
         TransferRequest<T> request,
         @Nullable Moved moved,
         @Nullable MemorySegment operand,

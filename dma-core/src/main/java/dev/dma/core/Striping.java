@@ -471,6 +471,11 @@ final class Striping<T extends Operands> {
         if (context instanceof Rails.Moved moved) {
           if (moved.probeOf >= 0 && each.outcome().isDone()) {
             rails.probeSucceeded(moved.probeOf);
+          } else if (moved.probeOf >= 0
+              && !moved.probeJudged
+              && rails.probeRefused(moved, each.outcome().error())) {
+            // Posted again elsewhere: that post's completion is the caller's one.
+            continue;
           }
           context = moved.context;
           posts += moved.priorPosts;

@@ -59,6 +59,13 @@ final class LineChild {
     return child;
   }
 
+  /** Starts a child whose standard error goes to {@code target/rails/<name>.log}. */
+  static LineChild start(NetnsRails rails, String name, List<String> command) throws IOException {
+    LineChild child = start("rails", name, command);
+    rails.adopt(child.process);
+    return child;
+  }
+
   /** Starts a child whose standard error goes to {@code target/<folder>/<name>.log}. */
   static LineChild start(String folder, String name, List<String> command) throws IOException {
     Path dir = Path.of("target", folder);

@@ -241,7 +241,7 @@ final class NetnsPair implements AutoCloseable {
   }
 
   /** Deletes namespaces with this test's prefixes whose creating JVM is no longer alive. */
-  private static void removeLeftovers(String ip) throws IOException, InterruptedException {
+  static void removeLeftovers(String ip) throws IOException, InterruptedException {
     Result list = run(ip, "netns", "list");
     for (String line : list.output.split("\n")) {
       String name = line.strip().split(" ")[0];
@@ -270,7 +270,7 @@ final class NetnsPair implements AutoCloseable {
     }
   }
 
-  private static Optional<String> tool(String name) {
+  static Optional<String> tool(String name) {
     List<String> dirs =
         new ArrayList<>(List.of(System.getenv().getOrDefault("PATH", "").split(":")));
     dirs.addAll(List.of("/usr/sbin", "/sbin", "/usr/bin", "/bin"));
