@@ -361,8 +361,15 @@ final class Striping<T extends Operands> {
       if (remaining.decrementAndGet() != 0) {
         return null;
       }
+      // A chunk moved to another device counts every device that carried it, posted or not (one
+      // may refuse it at intake): never more devices than posts, as for a transfer not striped.
+      int posted = posts.get();
       return new Completion<>(
-          context, aggregate(), posts.get(), crcs.length, Long.bitCount(devicesPosted.get()));
+          context,
+          aggregate(),
+          posted,
+          crcs.length,
+          Math.min(posted, Long.bitCount(devicesPosted.get())));
     }
 
     private Outcome aggregate() {

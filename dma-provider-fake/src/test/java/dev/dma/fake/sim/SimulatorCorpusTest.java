@@ -112,6 +112,43 @@ class SimulatorCorpusTest {
         List.of(), Simulation.run(new Schedule(8144808240551315005L, setup, steps)), "violations");
   }
 
+  /**
+   * The first real bug the group simulation found (seed 1557450390005145324, a group of three
+   * devices striping 64 KiB reads in three chunks, shrunk to eight steps): a chunk that failed on a
+   * dead device and failed over to a device that refused it at intake (its client marked
+   * unreachable there) counted both devices but only the one post, so the stripe's completion had
+   * more devices than posts; {@code Completion}'s constructor threw inside the router, and the
+   * striped read never completed (nor did the rest of that worker's batch).
+   */
+  @Test
+  void aFailedOverChunkRefusedAtIntakeStillCompletesItsStripe() {
+    Schedule.Setup setup =
+        new Schedule.Setup(
+            Schedule.Flavor.EFA,
+            3,
+            16,
+            0,
+            100,
+            5,
+            false,
+            false,
+            false,
+            Schedule.Front.GROUP,
+            new Schedule.Group(3, 8192, 0));
+    List<Schedule.Step> steps =
+        List.of(
+            new Schedule.Step(Schedule.Kind.STALL_DEVICE, 2, 3, 7467),
+            new Schedule.Step(Schedule.Kind.READ, 3, 6, 4808),
+            new Schedule.Step(Schedule.Kind.WRITE, 1, 1, 38952),
+            new Schedule.Step(Schedule.Kind.HOLD, 3, 5, 47347),
+            new Schedule.Step(Schedule.Kind.WRITE, 1, 5, 32650),
+            new Schedule.Step(Schedule.Kind.FAIL_DEVICE, 1, 6, 38291),
+            new Schedule.Step(Schedule.Kind.ADVANCE, 3, 6, 17846),
+            new Schedule.Step(Schedule.Kind.READ, 3, 6, 65323));
+    assertEquals(
+        List.of(), Simulation.run(new Schedule(1557450390005145324L, setup, steps)), "violations");
+  }
+
   /** The shrinker keeps a failing schedule failing and never lengthens it. */
   @Test
   void shrinkingKeepsTheFailure() {
