@@ -386,12 +386,11 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
       case CLOSE -> {
         // A close that waits for what is posted (its timeout is the system clock's, which the
         // simulation does not move: the end's close with no time left stands for it passing).
-        if (group != null) {
-          group.close();
-        } else if (async != null) {
-          async.close();
-        } else {
-          channel.close();
+        // On a service front every device's channel, as the public close does first: its
+        // deadline is the system clock's too, so the public close itself runs at the end, once the
+        // workers finished (SteppedServices: a stepped close joins nothing).
+        for (WorkerChannel each : channels) {
+          each.close();
         }
         closed = true;
       }
