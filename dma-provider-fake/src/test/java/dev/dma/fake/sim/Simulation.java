@@ -728,6 +728,17 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
    * transfer refused before posting (out of bounds) posted nothing and left its target as it was.
    */
   private void checkCounts(Transfer transfer, Outcome outcome, int posts, int chunks, int devices) {
+    String counts = " (posts " + posts + ", chunks " + chunks + ", devices " + devices + ")";
+    if (transfer.mode == Mode.OUT_OF_BOUNDS) {
+      if (posts > 0) {
+        violation("out-of-bounds " + transfer + " was posted" + counts);
+      }
+      if (!outcome.isDone()
+          && outcome.error().targetMemory() != DmaException.TargetMemory.UNCHANGED) {
+        violation(
+            "out-of-bounds " + transfer + " failed as " + outcome.error().targetMemory() + counts);
+      }
+    }
     if (posts < 0) {
       return; // an async failure: the future carries no counts
     }
@@ -737,7 +748,6 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
         shape.stripeThresholdBytes() > 0 && transfer.size >= shape.stripeThresholdBytes()
             ? (shape.stripeChunks() > 0 ? shape.stripeChunks() : deviceCount)
             : 1;
-    String counts = " (posts " + posts + ", chunks " + chunks + ", devices " + devices + ")";
     if (chunks < 1 || chunks > maxChunks) {
       violation(
           "transfer " + transfer + " has " + chunks + " chunks, at most " + maxChunks + counts);
@@ -747,16 +757,6 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     }
     if (outcome.isDone() && (posts < chunks || devices < 1)) {
       violation("transfer " + transfer + " succeeded with too few posts or devices" + counts);
-    }
-    if (transfer.mode == Mode.OUT_OF_BOUNDS) {
-      if (posts != 0) {
-        violation("out-of-bounds " + transfer + " was posted" + counts);
-      }
-      if (!outcome.isDone()
-          && outcome.error().targetMemory() != DmaException.TargetMemory.UNCHANGED) {
-        violation(
-            "out-of-bounds " + transfer + " failed as " + outcome.error().targetMemory() + counts);
-      }
     }
   }
 
