@@ -97,7 +97,8 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
 
   private final WorkerChannel channel;
   private final AtomicLong outstanding;
-  private final Thread worker;
+  // Null for a stepped service (Stepping, test-only): its caller drives the worker.
+  private final @Nullable Thread worker;
   private final @Nullable ChecksumPool ownedPool;
   private final AtomicReference<byte[]> localAddress;
   private final long maxOutstanding;
@@ -115,7 +116,7 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
   private FabricService(
       WorkerChannel channel,
       AtomicLong outstanding,
-      Thread worker,
+      @Nullable Thread worker,
       @Nullable ChecksumPool ownedPool,
       Ready ready,
       String providerName,
@@ -265,7 +266,7 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
    * @return whether submits can succeed
    */
   public boolean isRunning() {
-    return !channel.isClosed() && worker.isAlive();
+    return !channel.isClosed() && (worker == null || worker.isAlive());
   }
 
   /**
@@ -474,7 +475,7 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
     // Bounded too: the worker returns at the close deadline, and only a provider blocking inside
     // fi_close could hold it past the grace; then the service gives up on it (a daemon thread)
     // rather than hang its caller.
-    if (!Threads.joinUninterruptibly(worker, timeout.plus(JOIN_GRACE))) {
+    if (worker != null && !Threads.joinUninterruptibly(worker, timeout.plus(JOIN_GRACE))) {
       LOG.log(
           System.Logger.Level.ERROR,
           worker.getName()
@@ -572,6 +573,28 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
       AtomicLong outstanding = new AtomicLong();
       AtomicReference<byte[]> address = new AtomicReference<>(new byte[0]);
       Reply<Ready> ready = new Reply<>();
+      Stepping stepped = stepping;
+      if (stepped != null) {
+        // Test-only (Stepping): the worker is built here and handed to the caller, never run.
+        FabricWorker<T> opened =
+            openWorker(chosen, resolved, channel, outstanding, checksumPool, address, ready);
+        Ready answer = ready.await("fabric worker exited before signalling readiness");
+        stepped.workers().accept(Objects.requireNonNull(opened));
+        return new FabricService<>(
+            channel,
+            outstanding,
+            null,
+            ownedPool,
+            answer,
+            chosen.name(),
+            configuration.interfaces().isEmpty()
+                ? chosen.name()
+                : configuration.interfaces().getFirst(),
+            answer.tracing(),
+            resolved.closeTimeout(),
+            address,
+            (long) resolved.maxPending() + answer.cap());
+      }
       Thread thread =
           new Thread(
               () -> runWorker(chosen, resolved, channel, outstanding, checksumPool, address, ready),
@@ -614,6 +637,26 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
     }
 
     private void runWorker(
+        FabricProvider chosen,
+        DmaConfiguration configuration,
+        WorkerChannel channel,
+        AtomicLong outstanding,
+        ChecksumPool checksumPool,
+        AtomicReference<byte[]> currentAddress,
+        Reply<Ready> ready) {
+      FabricWorker<T> fabricWorker =
+          openWorker(
+              chosen, configuration, channel, outstanding, checksumPool, currentAddress, ready);
+      if (fabricWorker != null) {
+        fabricWorker.run();
+      }
+    }
+
+    /**
+     * Opens the endpoint and builds the worker on the calling thread, answering {@code ready}; null
+     * when that failed (then {@code ready} carries the failure).
+     */
+    private @Nullable FabricWorker<T> openWorker(
         FabricProvider chosen,
         DmaConfiguration configuration,
         WorkerChannel channel,
@@ -669,7 +712,7 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
       } catch (DmaException openFailure) {
         channel.close();
         ready.fail(openFailure);
-        return;
+        return null;
       } catch (RuntimeException unexpected) {
         channel.close();
         ready.fail(
@@ -680,12 +723,12 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
                 0,
                 0,
                 unexpected));
-        return;
+        return null;
       } finally {
         // An Error escaping above leaves the reply unanswered: wake start() all the same.
         ready.abandon();
       }
-      fabricWorker.run();
+      return fabricWorker;
     }
 
     private static void closeQuietly(@Nullable ChecksumPool pool) {

@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.random.RandomGenerator;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -157,6 +158,9 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
   /** Each device's health, its pauses, probes and failover ({@link Rails}, its own file). */
   private final Rails<T> rails;
 
+  /** A stepped group's device choice ({@link Stepping}, test-only); null in production. */
+  private final @Nullable RandomGenerator steppedRandom;
+
   // The array is read on every submit; generic arrays need the raw type once, here.
   @SuppressWarnings({"unchecked", "rawtypes"})
   private FabricServiceGroup(
@@ -167,8 +171,10 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
       Striping.Router<T> router,
       Rails<T> rails,
       long stripeThresholdBytes,
-      int stripeChunks) {
+      int stripeChunks,
+      @Nullable Stepping stepping) {
     this.services = List.copyOf(services);
+    this.steppedRandom = stepping != null ? stepping.random() : null;
     this.array = services.toArray(new FabricService[0]);
     this.rails = rails;
     rails.services(array);
@@ -180,7 +186,15 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
     this.striping =
         stripeThresholdBytes > 0 && stripeChunks > 1
             ? new Striping<>(
-                this, array, this.devices, pool, router, rails, stripeThresholdBytes, stripeChunks)
+                this,
+                array,
+                this.devices,
+                pool,
+                router,
+                rails,
+                stripeThresholdBytes,
+                stripeChunks,
+                stepping != null ? stepping.deliveries() : null)
             : null;
   }
 
@@ -255,8 +269,11 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
               + " interfaces; give one per interface");
     }
     int chunks = builder.stripeChunks > 0 ? builder.stripeChunks : devices.size();
+    Stepping stepping = builder.stepping;
+    // A stepped group (Stepping, test-only) judges its rails on the caller's clock.
+    NanoClock railClock = stepping != null ? builder.clock : NanoClock.system();
     Rails<T> rails =
-        new Rails<>(devices, NanoClock.system(), Rails.FIRST_COOLDOWN_NS, Rails.MAX_COOLDOWN_NS);
+        new Rails<>(devices, railClock, Rails.FIRST_COOLDOWN_NS, Rails.MAX_COOLDOWN_NS);
     Striping.Router<T> router = new Striping.Router<>(completer, rails);
     boolean ownsPool = builder.pool == null;
     ChecksumPool pool =
@@ -291,7 +308,15 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
     }
     rails.registerMetrics(builder.openTelemetryOrGlobal(), provider.name());
     return new FabricServiceGroup<>(
-        started, devices, pool, ownsPool, router, rails, builder.stripeThresholdBytes, chunks);
+        started,
+        devices,
+        pool,
+        ownsPool,
+        router,
+        rails,
+        builder.stripeThresholdBytes,
+        chunks,
+        stepping);
   }
 
   /**
@@ -474,7 +499,8 @@ public final class FabricServiceGroup<T extends Operands> implements DmaService<
     if (n == 1) {
       return 0;
     }
-    ThreadLocalRandom random = ThreadLocalRandom.current();
+    RandomGenerator stepped = steppedRandom;
+    RandomGenerator random = stepped != null ? stepped : ThreadLocalRandom.current();
     int first = random.nextInt(n);
     int second = random.nextInt(n - 1);
     if (second >= first) {

@@ -23,6 +23,8 @@ public abstract class ServiceOptions<B extends ServiceOptions<B>> extends Endpoi
   @Nullable OpenTelemetry openTelemetry;
   boolean traceWorkerPasses;
   Consumer<byte[]> addressListener = address -> {};
+  // Test-only (Stepping): null in production, where workers run on threads of their own.
+  @Nullable Stepping stepping;
 
   ServiceOptions(DmaConfiguration configuration) {
     super(configuration);
@@ -100,6 +102,7 @@ public abstract class ServiceOptions<B extends ServiceOptions<B>> extends Endpoi
     other.openTelemetry = openTelemetry;
     other.traceWorkerPasses = traceWorkerPasses;
     other.addressListener = addressListener;
+    other.stepping = stepping;
     return other;
   }
 

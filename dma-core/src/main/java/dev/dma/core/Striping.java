@@ -18,6 +18,7 @@ import dev.dma.core.internal.Intake;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -47,6 +48,8 @@ final class Striping<T extends Operands> {
   private final Rails<T> rails;
   private final long thresholdBytes;
   private final int chunks;
+  // A stepped group's deliveries (Stepping, test-only); null in production.
+  private final @Nullable Executor steppedDeliveries;
 
   Striping(
       FabricServiceGroup<T> group,
@@ -56,7 +59,9 @@ final class Striping<T extends Operands> {
       Router<T> router,
       Rails<T> rails,
       long thresholdBytes,
-      int chunks) {
+      int chunks,
+      @Nullable Executor steppedDeliveries) {
+    this.steppedDeliveries = steppedDeliveries;
     this.group = group;
     this.rails = rails;
     this.array = array;
@@ -218,6 +223,11 @@ final class Striping<T extends Operands> {
    * its own.
    */
   private void deliverOffThread(Completion<T> completion) {
+    Executor stepped = steppedDeliveries;
+    if (stepped != null) {
+      stepped.execute(() -> router.deliver(completion));
+      return;
+    }
     Thread submitter = Thread.currentThread();
     pool.submit(
         () -> {
@@ -351,8 +361,15 @@ final class Striping<T extends Operands> {
       if (remaining.decrementAndGet() != 0) {
         return null;
       }
+      // A chunk moved to another device counts every device that carried it, posted or not (one
+      // may refuse it at intake): never more devices than posts, as for a transfer not striped.
+      int posted = posts.get();
       return new Completion<>(
-          context, aggregate(), posts.get(), crcs.length, Long.bitCount(devicesPosted.get()));
+          context,
+          aggregate(),
+          posted,
+          crcs.length,
+          Math.min(posted, Long.bitCount(devicesPosted.get())));
     }
 
     private Outcome aggregate() {

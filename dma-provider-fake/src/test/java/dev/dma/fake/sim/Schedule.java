@@ -3,6 +3,7 @@ package dev.dma.fake.sim;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One simulated run: a set-up and the steps that follow it, both drawn from a seed by {@link
@@ -26,6 +27,27 @@ record Schedule(long seed, Setup setup, List<Step> steps) {
   }
 
   /**
+   * What the schedule drives: one worker directly (the original simulator), or through the public
+   * services built stepped ({@code dev.dma.core.SteppedServices}): a group of fake devices with
+   * striping, the async API over one service, or the async API over a group.
+   */
+  enum Front {
+    WORKER,
+    GROUP,
+    ASYNC,
+    ASYNC_GROUP
+  }
+
+  /**
+   * A group's (or async group's) shape; unused for the other fronts.
+   *
+   * @param devices how many devices (the one fake fabric opened that many times)
+   * @param stripeThresholdBytes transfers of at least this many bytes are striped
+   * @param stripeChunks how many chunks (0: one per device)
+   */
+  record Group(int devices, long stripeThresholdBytes, int stripeChunks) {}
+
+  /**
    * The set-up of one schedule.
    *
    * @param flavor what the fake behaves as
@@ -47,7 +69,35 @@ record Schedule(long seed, Setup setup, List<Step> steps) {
       int completionMs,
       boolean checksums,
       boolean watch,
-      boolean inPostOrder) {}
+      boolean inPostOrder,
+      Front front,
+      Group group) {
+
+    /** A set-up of the original simulator: one worker, driven directly. */
+    Setup(
+        Flavor flavor,
+        int targets,
+        int maxInFlight,
+        int maxTx,
+        int progressMs,
+        int completionMs,
+        boolean checksums,
+        boolean watch,
+        boolean inPostOrder) {
+      this(
+          flavor,
+          targets,
+          maxInFlight,
+          maxTx,
+          progressMs,
+          completionMs,
+          checksums,
+          watch,
+          inPostOrder,
+          Front.WORKER,
+          new Group(1, 0, 0));
+    }
+  }
 
   /** The kinds of step; the meaning of a step's arguments is {@link Simulation}'s. */
   enum Kind {
@@ -81,7 +131,11 @@ record Schedule(long seed, Setup setup, List<Step> steps) {
     ADVANCE,
     PASSES,
     CLOSE,
-    CLOSE_NOW
+    CLOSE_NOW,
+    // Fronts with devices only: every op from device a % devices fails (b: the errno), or its
+    // completions are held (released by RELEASE), as a dead or a stalled rail.
+    FAIL_DEVICE,
+    STALL_DEVICE
   }
 
   /**
@@ -110,6 +164,41 @@ record Schedule(long seed, Setup setup, List<Step> steps) {
    * @return the schedule
    */
   static Schedule generate(long seed, int steps) {
+    return generate(seed, steps, null);
+  }
+
+  // The front and its draws come from a stream of their own: the draws of the original simulator
+  // (set-up and steps) are the same as before for every seed, so a WORKER seed replays as it did.
+  private static final long FRONT_STREAM = 0x5deece66dL;
+
+  /** The front a seed draws: half the seeds drive the worker directly. */
+  static Front front(long seed) {
+    int roll = new SplittableRandom(seed ^ FRONT_STREAM).nextInt(8);
+    return roll < 4
+        ? Front.WORKER
+        : roll < 6 ? Front.GROUP : roll < 7 ? Front.ASYNC : Front.ASYNC_GROUP;
+  }
+
+  /**
+   * The schedule of {@code seed} on a chosen front (null: the one the seed draws).
+   *
+   * @param seed the seed
+   * @param steps how many steps
+   * @param forced the front, or null
+   * @return the schedule
+   */
+  static Schedule generate(long seed, int steps, @Nullable Front forced) {
+    SplittableRandom frontRandom = new SplittableRandom(seed ^ FRONT_STREAM);
+    frontRandom.nextInt(8);
+    Front front = forced != null ? forced : front(seed);
+    long[] thresholds = {4096, 8192, 32_768};
+    Group group =
+        front == Front.GROUP || front == Front.ASYNC_GROUP
+            ? new Group(
+                2 + frontRandom.nextInt(2),
+                thresholds[frontRandom.nextInt(thresholds.length)],
+                frontRandom.nextInt(4))
+            : new Group(1, 0, 0);
     SplittableRandom random = new SplittableRandom(seed);
     Flavor flavor = Flavor.values()[random.nextInt(3)];
     int targets = 1 + random.nextInt(3);
@@ -128,10 +217,22 @@ record Schedule(long seed, Setup setup, List<Step> steps) {
             completion[random.nextInt(completion.length)],
             random.nextBoolean(),
             random.nextInt(4) == 0,
-            random.nextInt(3) == 0);
+            random.nextInt(3) == 0,
+            front,
+            group);
     List<Step> list = new ArrayList<>(steps);
     for (int i = 0; i < steps; i++) {
-      list.add(step(random, targets));
+      Step step = step(random, targets);
+      if (group.devices() > 1) {
+        // A device fault in place of some steps, drawn from the front's stream.
+        int roll = frontRandom.nextInt(100);
+        if (roll < 5) {
+          step =
+              new Step(
+                  roll < 3 ? Kind.FAIL_DEVICE : Kind.STALL_DEVICE, step.a(), step.b(), step.c());
+        }
+      }
+      list.add(step);
     }
     return new Schedule(seed, setup, List.copyOf(list));
   }

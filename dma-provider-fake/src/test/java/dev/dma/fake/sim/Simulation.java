@@ -14,10 +14,14 @@ import dev.dma.api.Outcome;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
+import dev.dma.core.AsyncFabricService;
 import dev.dma.core.ChecksumPool;
+import dev.dma.core.DmaService;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
+import dev.dma.core.FabricServiceGroup;
 import dev.dma.core.NanoClock;
+import dev.dma.core.SteppedServices;
 import dev.dma.core.internal.Commands;
 import dev.dma.core.internal.FabricWorker;
 import dev.dma.core.internal.Reply;
@@ -37,6 +41,7 @@ import dev.dma.spi.FabricProvider;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -104,6 +109,14 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
   private long slowCompleterNs;
   private long nextId;
   private long fingerprint = 17;
+  // Every front: the workers stepped and the channels commands go on (one each for WORKER).
+  private final List<FabricWorker<?>> workers = new ArrayList<>();
+  private final List<WorkerChannel> channels = new ArrayList<>();
+  // A group's off-thread striped completions and the async API's future completions, run in order
+  // after each pass, as the pool threads and the executor would run them.
+  private final ArrayDeque<Runnable> deferred = new ArrayDeque<>();
+  private @Nullable FabricServiceGroup<Transfer> group;
+  private @Nullable AsyncFabricService<Transfer> async;
 
   private Simulation(Schedule schedule) {
     this.schedule = schedule;
@@ -169,6 +182,7 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
 
   private void setUp() {
     Schedule.Setup setup = schedule.setup();
+    Schedule.Front front = setup.front();
     fabric = FakeFabric.create("sim-" + FABRICS.incrementAndGet());
     FakeScript script = fabric.script();
     switch (setup.flavor()) {
@@ -195,14 +209,18 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
             .progressDeadline(Duration.ofMillis(setup.progressMs()))
             .completionDeadline(Duration.ofMillis(setup.completionMs()))
             .build();
+    // A closed pool runs every checksum job on the thread that submits it: the worker's, here.
+    pool = new ChecksumPool(1, Duration.ofSeconds(1));
+    pool.close();
+    if (front != Schedule.Front.WORKER) {
+      setUpServices(configuration, front);
+      return;
+    }
     FabricProvider provider = FabricProviders.select(configuration);
     DmaConfiguration resolved = FabricProviders.resolve(configuration, provider);
     channel = new WorkerChannel(1 << 12);
     channel.bind(Thread.currentThread());
     FabricEndpoint endpoint = provider.open(resolved);
-    // A closed pool runs every checksum job on the thread that submits it: the worker's, here.
-    pool = new ChecksumPool(1, Duration.ofSeconds(1));
-    pool.close();
     AtomicReference<byte[]> address = new AtomicReference<>(endpoint.localAddress());
     worker =
         new FabricWorker<>(
@@ -219,19 +237,68 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
             resolved.completionDeadline(),
             address::set,
             Telemetry.OFF);
+    workers.add(worker);
+    channels.add(channel);
+  }
+
+  /**
+   * The public services, built stepped (SteppedServices): their workers come here unstarted, the
+   * group's device choice draws from the seed, and what they would run on other threads is queued
+   * in {@link #deferred}.
+   */
+  private void setUpServices(DmaConfiguration base, Schedule.Front front) {
+    Schedule.Group shape = schedule.setup().group();
+    boolean grouped = front == Schedule.Front.GROUP || front == Schedule.Front.ASYNC_GROUP;
+    DmaConfiguration configuration =
+        base.toBuilder()
+            .interfaces(java.util.Collections.nCopies(grouped ? shape.devices() : 1, fabric.name()))
+            .build();
+    java.util.SplittableRandom choice = new java.util.SplittableRandom(schedule.seed());
+    if (front == Schedule.Front.GROUP) {
+      group =
+          SteppedServices.stepped(
+                  FabricServiceGroup.<Transfer>builder(configuration)
+                      .completer(this)
+                      .checksumPool(pool)
+                      .clock(clock)
+                      .stripeThresholdBytes(shape.stripeThresholdBytes())
+                      .stripeChunks(shape.stripeChunks()),
+                  workers::add,
+                  deferred::add,
+                  choice)
+              .start();
+      channels.addAll(SteppedServices.channels(group));
+    } else {
+      AsyncFabricService.Builder<Transfer> builder =
+          AsyncFabricService.<Transfer>builder(configuration)
+              .executor(deferred::add)
+              .checksumPool(pool)
+              .clock(clock);
+      if (grouped) {
+        builder
+            .group()
+            .stripeThresholdBytes(shape.stripeThresholdBytes())
+            .stripeChunks(shape.stripeChunks());
+      }
+      async = SteppedServices.stepped(builder, workers::add, deferred::add, choice).start();
+      channels.addAll(SteppedServices.channels(async));
+    }
   }
 
   private void tearDown() {
     try {
-      if (worker != null) {
-        if (!closed) {
-          channel.close(System.nanoTime() - 1);
+      if (!closed) {
+        for (WorkerChannel each : channels) {
+          each.close(System.nanoTime() - 1);
         }
-        for (int pass = 0; pass < 10_000 && !worker.isFinished(); pass++) {
-          worker.doWork();
-        }
-        worker.shutDown(null);
       }
+      for (FabricWorker<?> each : workers) {
+        for (int pass = 0; pass < 10_000 && !each.isFinished(); pass++) {
+          each.doWork();
+        }
+        each.shutDown(null);
+      }
+      runDeferred();
     } catch (Throwable ignored) {
       // Already reported through the invariants, or irrelevant once the schedule failed.
     } finally {
@@ -267,7 +334,7 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
       case THROWING_OPERAND -> submitThrowing(client, step);
       case ADD_PEER -> addPeer(client);
       case REMOVE_PEER -> {
-        if (channel.offer(new Commands.RemovePeer(client))) {
+        if (command(() -> new Commands.RemovePeer(client))) {
           peers[client] = null;
         }
       }
@@ -285,8 +352,10 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
       }
       case PIN -> {
         MemorySegment pinned = arena.allocate(4096, 4096);
-        channel.offer(
-            new Commands.Pin(pinned.address(), pinned.byteSize(), MemoryKind.HOST, new Reply<>()));
+        command(
+            () ->
+                new Commands.Pin(
+                    pinned.address(), pinned.byteSize(), MemoryKind.HOST, new Reply<>()));
       }
       case AGAIN -> script.againTimes(1 + step.b() * 3);
       case FAIL_NEXT_OPS -> script.failNextOps(1 + step.b() % 2, errno, -errno, "simulated");
@@ -317,10 +386,27 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
       case CLOSE -> {
         // A close that waits for what is posted (its timeout is the system clock's, which the
         // simulation does not move: the end's close with no time left stands for it passing).
-        channel.close();
+        // On a service front every device's channel, as the public close does first: its
+        // deadline is the system clock's too, so the public close itself runs at the end, once the
+        // workers finished (SteppedServices: a stepped close joins nothing).
+        for (WorkerChannel each : channels) {
+          each.close();
+        }
         closed = true;
       }
       case CLOSE_NOW -> close(System.nanoTime() - 1);
+      case FAIL_DEVICE -> {
+        byte[] device = deviceAddress(client);
+        if (device != null) {
+          script.failOp(OpMatcher.fromInitiator(device), errno, -errno, "simulated dead rail");
+        }
+      }
+      case STALL_DEVICE -> {
+        byte[] device = deviceAddress(client);
+        if (device != null) {
+          script.holdCompletions(OpMatcher.fromInitiator(device));
+        }
+      }
     }
     passes(PASSES_PER_STEP);
   }
@@ -333,19 +419,51 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
   }
 
   private void close(long deadlineNanos) {
-    channel.close(deadlineNanos);
+    for (WorkerChannel each : channels) {
+      each.close(deadlineNanos);
+    }
     closed = true;
   }
 
   private void passes(int count) {
     for (int i = 0; i < count; i++) {
-      worker.doWork();
+      for (FabricWorker<?> each : workers) {
+        each.doWork();
+      }
+      runDeferred();
     }
+  }
+
+  private void runDeferred() {
+    for (Runnable job = deferred.poll(); job != null; job = deferred.poll()) {
+      try {
+        job.run();
+      } catch (Throwable thrown) {
+        // As the pool or delivery thread would: the completer's Error ends that job only.
+      }
+    }
+  }
+
+  // A device's address (device a % devices); null on a front of one device.
+  private byte @Nullable [] deviceAddress(int draw) {
+    List<byte[]> addresses =
+        group != null ? group.localAddresses() : async != null ? async.localAddresses() : List.of();
+    return addresses.size() > 1 ? addresses.get(draw % addresses.size()) : null;
+  }
+
+  // A command on every device's channel, as the group's addPeer and removePeer send it, without
+  // waiting for the answers (only this thread runs the workers).
+  private boolean command(java.util.function.Supplier<Object> command) {
+    boolean all = true;
+    for (WorkerChannel each : channels) {
+      all &= each.offer(command.get());
+    }
+    return all;
   }
 
   private void addPeer(int client) {
     BoundPeer peer = new BoundPeer(client, targets[client].endpoint.localAddress());
-    if (channel.offer(new Commands.AddPeer(peer, new Reply<>()))) {
+    if (command(() -> new Commands.AddPeer(peer, new Reply<>()))) {
       peers[client] = peer;
     }
   }
@@ -478,6 +596,28 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
   }
 
   private void offer(Transfer transfer, TransferRequest<Transfer> request) {
+    if (group != null) {
+      try {
+        transfer.accepted = group.offer(request) == DmaService.Offer.ACCEPTED;
+      } catch (Throwable thrown) {
+        // The group's offer must fail only the transfer, never throw the caller's Error back.
+        violation("the group's offer of " + transfer + " threw " + thrown);
+      }
+      return;
+    }
+    if (async != null) {
+      java.util.concurrent.CompletableFuture<Completion<Transfer>> future;
+      try {
+        future = async.transfer(request);
+      } catch (Throwable thrown) {
+        violation("the async transfer of " + transfer + " threw " + thrown);
+        return;
+      }
+      // Its executor queues: an accepted transfer's future cannot be done yet; a refused one's is.
+      transfer.accepted = !future.isDone();
+      future.whenComplete((done, failed) -> asyncDone(transfer, done, failed));
+      return;
+    }
     // As FabricService.submit counts it: raised before the offer, given back when refused.
     outstanding.incrementAndGet();
     if (channel.offer(request)) {
@@ -508,8 +648,38 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     }
   }
 
+  private void asyncDone(
+      Transfer transfer, @Nullable Completion<Transfer> done, @Nullable Throwable failed) {
+    if (!transfer.accepted) {
+      return; // the refusal's already-failed future
+    }
+    if (done != null) {
+      record(done);
+    } else {
+      Throwable cause =
+          failed instanceof java.util.concurrent.CompletionException wrapped
+                  && wrapped.getCause() != null
+              ? wrapped.getCause()
+              : failed;
+      if (cause instanceof DmaException error) {
+        // A failed future carries no counts: posts -1, not checked.
+        record(transfer, Outcome.failed(error), -1, 1, 1);
+      } else {
+        violation("transfer " + transfer + "'s future failed with " + cause);
+      }
+    }
+  }
+
   private void record(Completion<Transfer> completion) {
-    Transfer transfer = completion.context();
+    record(
+        completion.context(),
+        completion.outcome(),
+        completion.posts(),
+        completion.chunks(),
+        completion.devices());
+  }
+
+  private void record(Transfer transfer, Outcome outcome, int posts, int chunks, int devices) {
     transfer.completions++;
     if (transfer.completions > 1) {
       violation("transfer " + transfer + " completed " + transfer.completions + " times");
@@ -518,13 +688,13 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     if (!transfer.accepted) {
       violation("refused transfer " + transfer + " completed");
     }
-    if (transfer.write && !schedule.setup().inPostOrder() && completion.posts() > 1) {
+    if (transfer.write && !schedule.setup().inPostOrder() && posts > chunks) {
       // Op.mayPostAgain: a write is posted again only after a connection-level error and when its
       // request allows it (none here does), never after a reset, except on an endpoint that
-      // completes in post order.
-      violation("write " + transfer + " was posted " + completion.posts() + " times");
+      // completes in post order; a group never moves a posted write to another device.
+      violation("write " + transfer + " was posted " + posts + " times in " + chunks + " chunks");
     }
-    Outcome outcome = completion.outcome();
+    checkCounts(transfer, outcome, posts, chunks, devices);
     transfer.outcome = outcome;
     fingerprint =
         31 * (31 * (31 * fingerprint + transfer.id) + stepIndex)
@@ -548,6 +718,45 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     if (transfer.ownArena != null) {
       // The completion is delivered: from now on the fake reports any touch of the operand.
       transfer.ownArena.close();
+    }
+  }
+
+  /**
+   * Completion.posts, chunks and devices agree with each other and with the set-up: more than one
+   * chunk only for a striped size on a group, never more chunks than the group cuts, a success
+   * posted every chunk on at least one device, no more devices than posts or than the group has; a
+   * transfer refused before posting (out of bounds) posted nothing and left its target as it was.
+   */
+  private void checkCounts(Transfer transfer, Outcome outcome, int posts, int chunks, int devices) {
+    String counts = " (posts " + posts + ", chunks " + chunks + ", devices " + devices + ")";
+    if (transfer.mode == Mode.OUT_OF_BOUNDS) {
+      if (posts > 0) {
+        violation("out-of-bounds " + transfer + " was posted" + counts);
+      }
+      if (!outcome.isDone()
+          && outcome.error().targetMemory() != DmaException.TargetMemory.UNCHANGED) {
+        violation(
+            "out-of-bounds " + transfer + " failed as " + outcome.error().targetMemory() + counts);
+      }
+    }
+    if (posts < 0) {
+      return; // an async failure: the future carries no counts
+    }
+    Schedule.Group shape = schedule.setup().group();
+    int deviceCount = group != null || async != null ? Math.max(1, channels.size()) : 1;
+    int maxChunks =
+        shape.stripeThresholdBytes() > 0 && transfer.size >= shape.stripeThresholdBytes()
+            ? (shape.stripeChunks() > 0 ? shape.stripeChunks() : deviceCount)
+            : 1;
+    if (chunks < 1 || chunks > maxChunks) {
+      violation(
+          "transfer " + transfer + " has " + chunks + " chunks, at most " + maxChunks + counts);
+    }
+    if (devices < 0 || devices > deviceCount || (posts > 0 && devices > posts)) {
+      violation("transfer " + transfer + " reports " + devices + " devices" + counts);
+    }
+    if (outcome.isDone() && (posts < chunks || devices < 1)) {
+      violation("transfer " + transfer + " succeeded with too few posts or devices" + counts);
     }
   }
 
@@ -590,9 +799,11 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
   // ------------------------------------------------------------------------------ invariants
 
   private void check() {
-    String accounting = worker.accountingViolation();
-    if (accounting != null) {
-      violation("worker accounting: " + accounting);
+    for (FabricWorker<?> each : workers) {
+      String accounting = each.accountingViolation();
+      if (accounting != null) {
+        violation("worker accounting: " + accounting);
+      }
     }
     List<String> touched = fabric.operandViolations();
     if (!touched.isEmpty()) {
@@ -606,9 +817,23 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     }
     // The worker gives a transfer's count back when it finishes the op, before its completion is
     // delivered, so outstanding() may trail the open transfers but never exceed them.
+    if (group != null || async != null) {
+      // A striped transfer holds room for each of its chunks, so only the empty case is exact.
+      long held = outstandingNow();
+      if (held < 0 || (open == 0 && held != 0)) {
+        violation("the front's outstanding() is " + held + " with " + open + " transfers open");
+      }
+      return;
+    }
     if (outstanding.get() > open || (open == 0 && outstanding.get() != 0)) {
       violation("outstanding() is " + outstanding.get() + " with " + open + " transfers open");
     }
+  }
+
+  private long outstandingNow() {
+    return group != null
+        ? group.outstanding()
+        : async != null ? async.outstanding() : outstanding.get();
   }
 
   /**
@@ -646,14 +871,24 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     }
     check();
     closed = true;
-    channel.close(System.nanoTime() - 1);
-    for (int pass = 0; pass < 1000 && !worker.isFinished(); pass++) {
-      worker.doWork();
+    for (WorkerChannel each : channels) {
+      each.close(System.nanoTime() - 1);
     }
-    if (!worker.isFinished()) {
-      violation("close with no time left did not finish the worker within 1000 passes");
+    for (FabricWorker<?> each : workers) {
+      for (int pass = 0; pass < 1000 && !each.isFinished(); pass++) {
+        each.doWork();
+      }
+      if (!each.isFinished()) {
+        violation("close with no time left did not finish the worker within 1000 passes");
+      }
+      each.shutDown(null);
     }
-    worker.shutDown(null);
+    if (group != null) {
+      group.close(); // the public close after the channels' (its waits are the callers' only)
+    } else if (async != null) {
+      async.close();
+    }
+    runDeferred();
     stepIndex = schedule.steps().size() + 1;
     for (Transfer transfer : transfers) {
       if (transfer.accepted && transfer.completions != 1) {
@@ -663,8 +898,8 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
         violation("refused transfer " + transfer + " completed");
       }
     }
-    if (outstanding.get() != 0) {
-      violation("outstanding() is " + outstanding.get() + " after the close");
+    if (outstandingNow() != 0) {
+      violation("outstanding() is " + outstandingNow() + " after the close");
     }
     List<String> touched = fabric.operandViolations();
     if (!touched.isEmpty()) {

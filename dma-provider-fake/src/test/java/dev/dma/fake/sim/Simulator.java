@@ -2,7 +2,9 @@ package dev.dma.fake.sim;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code bin/simulate}'s main class: runs seeded {@link Schedule}s through {@link Simulation}, and
@@ -12,7 +14,8 @@ import java.util.SplittableRandom;
  *
  * <p>Options: {@code --seed S} (the first schedule's seed; the others follow from it), {@code
  * --schedules N}, {@code --steps M} (per schedule), {@code --replay S} (runs the one schedule of
- * seed S, printing each step). Threads: the calling one only.
+ * seed S, printing each step), {@code --front F} (every schedule on front F instead of the one its
+ * seed draws: worker, group, async or async_group). Threads: the calling one only.
  */
 public final class Simulator {
   /** Steps per schedule unless told. */
@@ -30,15 +33,18 @@ public final class Simulator {
     int schedules = 1000;
     int steps = DEFAULT_STEPS;
     Long replay = null;
+    Schedule.Front front = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--seed" -> seed = Long.parseLong(args[++i]);
         case "--schedules" -> schedules = Integer.parseInt(args[++i]);
         case "--steps" -> steps = Integer.parseInt(args[++i]);
         case "--replay" -> replay = Long.parseLong(args[++i]);
+        case "--front" -> front = Schedule.Front.valueOf(args[++i].toUpperCase(Locale.ROOT));
         default -> {
           System.err.println(
-              "usage: bin/simulate [--seed S] [--schedules N] [--steps M] [--replay S]");
+              "usage: bin/simulate [--seed S] [--schedules N] [--steps M] [--replay S]"
+                  + " [--front worker|group|async|async_group]");
           System.exit(2);
         }
       }
@@ -50,7 +56,7 @@ public final class Simulator {
     int violations;
     long ran;
     if (replay != null) {
-      Schedule schedule = Schedule.generate(replay, steps);
+      Schedule schedule = Schedule.generate(replay, steps, front);
       System.out.println("replaying seed " + replay + ": " + schedule.setup());
       for (int i = 0; i < schedule.steps().size(); i++) {
         System.out.println("  " + i + " " + schedule.steps().get(i));
@@ -60,7 +66,7 @@ public final class Simulator {
       ran = schedule.steps().size();
     } else {
       System.out.println("first seed " + seed);
-      Outcome outcome = runMany(seed, schedules, steps, true);
+      Outcome outcome = runMany(seed, schedules, steps, true, front);
       violations = outcome.violations;
       ran = outcome.steps;
     }
@@ -84,13 +90,22 @@ public final class Simulator {
    * @return the failures found
    */
   static Outcome runMany(long firstSeed, int count, int steps, boolean print) {
+    return runMany(firstSeed, count, steps, print, null);
+  }
+
+  /**
+   * As {@link #runMany(long, int, int, boolean)}, every schedule on {@code front} (null: the one
+   * each seed draws).
+   */
+  static Outcome runMany(
+      long firstSeed, int count, int steps, boolean print, Schedule.@Nullable Front front) {
     SplittableRandom seeds = new SplittableRandom(firstSeed);
     int violations = 0;
     long ran = 0;
     List<Long> failed = new ArrayList<>();
     for (int i = 0; i < count; i++) {
       long seed = i == 0 ? firstSeed : seeds.nextLong();
-      Schedule schedule = Schedule.generate(seed, steps);
+      Schedule schedule = Schedule.generate(seed, steps, front);
       ran += schedule.steps().size();
       if (!Simulation.run(schedule).isEmpty()) {
         violations++;
