@@ -70,11 +70,10 @@ import org.jspecify.annotations.Nullable;
  *       whole read submitted is its probe; the device is healthy again when a probe succeeds. When
  *       every device is paused, the group sends as if none were: a pause never makes a degraded
  *       group a dead one. A change of state is logged once (WARNING when paused, INFO when back).
- *   <li><b>Failover:</b> a read that failed with {@code PROVIDER} or {@code ENDPOINT_RESET}, or
- *       with {@code DEADLINE} on a device judged at fault (paused, or in a run of faults from
- *       several clients), is posted again on a healthy device that has not carried it, with its
- *       operand as first resolved (the context is not asked again), under that device's own
- *       deadlines; a probe that fails is always moved. A write is moved only when its request
+ *   <li><b>Failover:</b> a read that failed on a device judged at fault (paused, or in a run of
+ *       faults from several clients) is posted again on a healthy device that has not carried it,
+ *       with its operand as first resolved (the context is not asked again), under that device's
+ *       own deadlines; a probe that fails is always moved. A write is moved only when its request
  *       allows retries ({@link TransferRequest#retryWrite()}) and its failure says the target is
  *       {@code UNCHANGED} (it was never posted). {@link Completion#posts()} then counts every
  *       device's posts and {@link Completion#devices()} how many devices carried it.

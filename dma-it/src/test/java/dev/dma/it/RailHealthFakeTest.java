@@ -249,8 +249,7 @@ class RailHealthFakeTest {
     System.out.printf("one client's failures: %d failed; %s%n", failures, group.health());
     assertEquals(0, health.pauses(), "one client's failures never pause device 1");
     assertEquals(DeviceHealth.State.HEALTHY, health.state());
-    // A provider error moves the read at once, so the client's reads all complete elsewhere.
-    assertEquals(0, failures, "client 1's reads that failed on device 1 were moved");
+    assertTrue(failures > 0, "client 1's reads on device 1 did fail");
     assertTrue(health.faults() > 0);
     assertEachCompletedOnce(TOTAL);
   }
