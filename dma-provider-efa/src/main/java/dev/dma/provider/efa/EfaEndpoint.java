@@ -433,6 +433,12 @@ public final class EfaEndpoint implements FabricEndpoint {
 
   /** {@inheritDoc} */
   @Override
+  public @Nullable MemorySegment allocateExposable(long lengthBytes) {
+    return delegate.allocateExposable(lengthBytes);
+  }
+
+  /** {@inheritDoc} */
+  @Override
   public long incomingServed() {
     return delegate.incomingServed();
   }

@@ -65,15 +65,28 @@ class GroupAllocationTest {
         window.acquireUninterruptibly(64);
         window.release(64);
         long[] ids = workers.stream().mapToLong(Long::longValue).toArray();
-        long workersBefore = sum(threads.getThreadAllocatedBytes(ids));
-        long submitterBefore = threads.getCurrentThreadAllocatedBytes();
-        for (int i = 0; i < measured; i++) {
-          window.acquireUninterruptibly();
-          group.submit(request);
+        // The least of three rounds: on a loaded machine the workers part more often and hand
+        // smaller batches over, which costs bytes per batch, not per transfer; an allocation per
+        // transfer shows in every round.
+        long submitter = Long.MAX_VALUE;
+        long worker = Long.MAX_VALUE;
+        for (int round = 0; round < 3; round++) {
+          long workersBefore = sum(threads.getThreadAllocatedBytes(ids));
+          long submitterBefore = threads.getCurrentThreadAllocatedBytes();
+          for (int i = 0; i < measured; i++) {
+            window.acquireUninterruptibly();
+            group.submit(request);
+          }
+          submitter =
+              Math.min(
+                  submitter,
+                  (threads.getCurrentThreadAllocatedBytes() - submitterBefore) / measured);
+          window.acquireUninterruptibly(64);
+          worker =
+              Math.min(
+                  worker, (sum(threads.getThreadAllocatedBytes(ids)) - workersBefore) / measured);
+          window.release(64);
         }
-        long submitter = (threads.getCurrentThreadAllocatedBytes() - submitterBefore) / measured;
-        window.acquireUninterruptibly(64);
-        long worker = (sum(threads.getThreadAllocatedBytes(ids)) - workersBefore) / measured;
         System.out.printf(
             "group bytes per transfer: submitter %d, workers %d (%d workers)%n",
             submitter, worker, ids.length);
