@@ -27,8 +27,12 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class GroupAllocationTest {
-  /** As WorkerAllocationTest: the Completion, and nothing that would show as 16 bytes more. */
-  private static final long WORKER_BUDGET_BYTES_PER_TRANSFER = 32;
+  /**
+   * The Completion (32 bytes, as in WorkerAllocationTest) plus what is allocated per batch, spread
+   * over the batch: 35 was seen in CI's suite JVM (32 in a JVM of its own). Any allocation per
+   * transfer is at least 16 bytes, so it still fails this.
+   */
+  private static final long WORKER_BUDGET_BYTES_PER_TRANSFER = 40;
 
   /** The submitting thread's own request is built once; offering it should allocate nothing. */
   private static final long SUBMITTER_BUDGET_BYTES_PER_TRANSFER = 8;
