@@ -856,11 +856,16 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     Schedule.Setup setup = schedule.setup();
     if (setup.completionMs() > 0) {
       // Each round passes every deadline once; a transfer queued behind a full cap may wait for
-      // the ones ahead of it, a cap at a time.
+      // the ones ahead of it, a cap at a time, and one refused behind its client's earlier ones
+      // keeps its place in the queue until each of those is judged, a round each (a refused post
+      // is judged only once its client has nothing in flight; failure-model.md, DEADLINE).
       // (CompletionDeadline: an op past the deadline waits up to FLUSH_GRACE_NS, one second, for
       // the flush its peer's removal brings before the reset.)
       long round = (setup.progressMs() + setup.completionMs() + FLUSH_GRACE_MS + 1) * 1_000_000L;
-      int rounds = 3 + transfers.size() / Math.max(1, Math.min(setup.maxInFlight(), maxTx()));
+      int rounds =
+          3
+              + transfers.size() / Math.max(1, Math.min(setup.maxInFlight(), maxTx()))
+              + longestClientQueue();
       for (int i = 0; i < rounds && openTransfers() > 0; i++) {
         clock.advance(round);
         passes(QUIET_PASSES);
@@ -905,6 +910,18 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
     if (!touched.isEmpty()) {
       violation("operand touched after its completion: " + touched.getFirst());
     }
+  }
+
+  /** The most transfers any one client id was sent (accepted), whatever its address. */
+  private int longestClientQueue() {
+    int[] perClient = new int[targets.length];
+    int longest = 0;
+    for (Transfer transfer : transfers) {
+      if (transfer.accepted) {
+        longest = Math.max(longest, ++perClient[transfer.client]);
+      }
+    }
+    return longest;
   }
 
   private int maxTx() {
