@@ -70,12 +70,17 @@ import org.jspecify.annotations.Nullable;
  *       whole read submitted is its probe; the device is healthy again when a probe succeeds. When
  *       every device is paused, the group sends as if none were: a pause never makes a degraded
  *       group a dead one. A change of state is logged once (WARNING when paused, INFO when back).
- *   <li><b>Failover:</b> a read that failed on a device judged at fault (paused, or in a run of
- *       faults from several clients) is posted again on a healthy device that has not carried it,
- *       with its operand as first resolved (the context is not asked again), under that device's
- *       own deadlines; a probe that fails is always moved. A write is moved only when its request
- *       allows retries ({@link TransferRequest#retryWrite()}) and its failure says the target is
- *       {@code UNCHANGED} (it was never posted). {@link Completion#posts()} then counts every
+ *   <li><b>Failover:</b> a read that failed with {@code PROVIDER} or {@code ENDPOINT_RESET} (at
+ *       once, before the device is judged, so a failing device's first faults cost nothing either),
+ *       or with {@code DEADLINE} on a device judged at fault (paused, or in a run of faults from
+ *       several clients), is posted again on a healthy device that has not carried it, with its
+ *       operand as first resolved (the context is not asked again), under that device's own
+ *       deadlines; a probe that fails is always moved. A deadline waits for the judgment: one
+ *       silent client would otherwise wait out a deadline on every device in turn. A write is moved
+ *       only when its request allows retries ({@link TransferRequest#retryWrite()}) and its failure
+ *       says the target is {@code UNCHANGED} (it was never posted). A transfer is posted at most
+ *       once per device and ends in exactly one completion: one that fails on every device
+ *       completes failed with the last device's error. {@link Completion#posts()} then counts every
  *       device's posts and {@link Completion#devices()} how many devices carried it.
  *   <li><b>Seen from outside:</b> {@link #health()}, and per-device OpenTelemetry metrics ({@code
  *       dma.device.paused}, {@code dma.device.faults}, {@code .pauses}, {@code .probes}, {@code

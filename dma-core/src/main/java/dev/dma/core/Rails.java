@@ -372,8 +372,14 @@ final class Rails<T extends Operands> {
       } else if (fault) {
         judge(request.clientId(), succeeded);
       }
-      // A probe is moved whatever ended it: probing must cost the caller nothing.
-      if (!probe && (!fault || !(paused || streakOfSeveralClients))) {
+      // A probe is moved whatever ended it: probing must cost the caller nothing. A provider error
+      // or a reset ended the transfer at once, so it moves even before the device is judged (the
+      // first faults of a failing NIC then cost nothing either); a deadline moves only once the
+      // device is judged at fault, as one silent client would otherwise wait out a deadline on
+      // every device in turn.
+      boolean judged = paused || streakOfSeveralClients;
+      boolean atOnce = error.reason() != DmaException.Reason.DEADLINE;
+      if (!probe && (!fault || !(judged || atOnce))) {
         return false;
       }
       return failOver(request, moved, operand, error, posts);

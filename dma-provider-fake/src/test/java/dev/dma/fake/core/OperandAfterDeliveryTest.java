@@ -306,7 +306,11 @@ class OperandAfterDeliveryTest {
     @Test
     void aFailedChunkDoesNotDeliverWhileTheOthersAreStillOnTheWire() throws Exception {
       start(DEADLINE);
-      fabric.script().failOp(OpMatcher.fromInitiator(device(1)), FiErrno.EIO, 5, "chunk broke");
+      // A refusal, not a device fault: the group does not post the chunk again elsewhere (an EIO
+      // would be, see the next test), so it ends failed here.
+      fabric
+          .script()
+          .failOp(OpMatcher.fromInitiator(device(1)), FiErrno.EACCES, -13, "chunk broke");
       fabric.script().holdCompletions(OpMatcher.fromInitiator(device(0)));
       fabric.script().holdCompletions(OpMatcher.fromInitiator(device(2)));
       Released landing = operands.landing(1, LENGTH);
@@ -316,6 +320,30 @@ class OperandAfterDeliveryTest {
       assertNull(delivered.poll(100), "delivered while two chunks were on the wire");
       assertEquals(2, fabric.script().releaseCompletions());
       assertTrue(error(delivered.take()).getMessage().contains("chunk broke"));
+    }
+
+    /**
+     * A chunk that failed with a provider error is posted again at once on a device that has not
+     * carried it; the transfer is delivered only once that post and the other chunks are in.
+     */
+    @Test
+    void aChunkMovedOffAFailingDeviceDoesNotDeliverWhileAnyChunkIsOnTheWire() throws Exception {
+      start(DEADLINE);
+      fabric.script().failOp(OpMatcher.fromInitiator(device(1)), FiErrno.EIO, 5, "chunk broke");
+      fabric.script().holdCompletions(OpMatcher.fromInitiator(device(0)));
+      fabric.script().holdCompletions(OpMatcher.fromInitiator(device(2)));
+      Released landing = operands.landing(1, LENGTH);
+      assertTrue(group.submit(TransferRequest.read(CLIENT, ad, LENGTH, landing)));
+      waitUntil(
+          () -> fabric.script().heldCompletions() == 3,
+          "devices 0 and 2 hold their chunks and device 1's, moved");
+      assertNull(delivered.poll(100), "delivered while three chunks were on the wire");
+      assertEquals(3, fabric.script().releaseCompletions());
+      Completion<Released> done = delivered.take();
+      assertTrue(done.outcome().isDone(), "the moved chunk completed the read");
+      assertEquals(3, done.devices());
+      assertEquals(4, done.posts(), "three chunks, one posted twice");
+      assertArrayEquals(remoteBytes(0, LENGTH), landing.atDelivery());
     }
 
     @Test
