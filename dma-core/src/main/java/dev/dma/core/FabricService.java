@@ -574,51 +574,40 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
       AtomicReference<byte[]> address = new AtomicReference<>(new byte[0]);
       Reply<Ready> ready = new Reply<>();
       Stepping stepped = stepping;
+      Thread thread = null;
+      Ready answer;
       if (stepped != null) {
         // Test-only (Stepping): the worker is built here and handed to the caller, never run.
         FabricWorker<T> opened =
             openWorker(chosen, resolved, channel, outstanding, checksumPool, address, ready);
-        Ready answer = ready.await("fabric worker exited before signalling readiness");
-        stepped.workers().accept(Objects.requireNonNull(opened));
-        return new FabricService<>(
-            channel,
-            outstanding,
-            null,
-            ownedPool,
-            answer,
-            chosen.name(),
-            configuration.interfaces().isEmpty()
-                ? chosen.name()
-                : configuration.interfaces().getFirst(),
-            answer.tracing(),
-            resolved.closeTimeout(),
-            address,
-            (long) resolved.maxPending() + answer.cap());
-      }
-      Thread thread =
-          new Thread(
-              () -> runWorker(chosen, resolved, channel, outstanding, checksumPool, address, ready),
-              String.format("fabric-%02d", WORKER_NUMBERS.getAndIncrement()));
-      thread.setDaemon(true);
-      try {
-        thread.start();
-      } catch (Throwable spawnFailure) {
-        closeQuietly(ownedPool);
-        throw new DmaException(
-            DmaException.Kind.FABRIC,
-            DmaException.Reason.PROVIDER,
-            "failed to spawn fabric worker: " + spawnFailure,
-            0,
-            0,
-            spawnFailure);
-      }
-      Ready answer;
-      try {
         answer = ready.await("fabric worker exited before signalling readiness");
-      } catch (DmaException openFailure) {
-        Threads.joinUninterruptibly(thread);
-        closeQuietly(ownedPool);
-        throw openFailure;
+        stepped.workers().accept(Objects.requireNonNull(opened));
+      } else {
+        thread =
+            new Thread(
+                () ->
+                    runWorker(chosen, resolved, channel, outstanding, checksumPool, address, ready),
+                String.format("fabric-%02d", WORKER_NUMBERS.getAndIncrement()));
+        thread.setDaemon(true);
+        try {
+          thread.start();
+        } catch (Throwable spawnFailure) {
+          closeQuietly(ownedPool);
+          throw new DmaException(
+              DmaException.Kind.FABRIC,
+              DmaException.Reason.PROVIDER,
+              "failed to spawn fabric worker: " + spawnFailure,
+              0,
+              0,
+              spawnFailure);
+        }
+        try {
+          answer = ready.await("fabric worker exited before signalling readiness");
+        } catch (DmaException openFailure) {
+          Threads.joinUninterruptibly(thread);
+          closeQuietly(ownedPool);
+          throw openFailure;
+        }
       }
       return new FabricService<>(
           channel,
