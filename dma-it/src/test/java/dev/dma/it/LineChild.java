@@ -52,17 +52,13 @@ final class LineChild {
     reader.start();
   }
 
-  /** Starts a child whose standard error goes to {@code target/partition/<name>.log}. */
-  static LineChild start(NetnsPair pair, String name, List<String> command) throws IOException {
-    LineChild child = start("partition", name, command);
-    pair.adopt(child.process);
-    return child;
-  }
-
-  /** Starts a child whose standard error goes to {@code target/rails/<name>.log}. */
-  static LineChild start(NetnsRails rails, String name, List<String> command) throws IOException {
-    LineChild child = start("rails", name, command);
-    rails.adopt(child.process);
+  /**
+   * Starts a child whose standard error goes to {@code target/<folder>/<name>.log}, {@code folder}
+   * being the hosts' {@link NetnsHosts#logFolder}, and hands it to {@code hosts} to kill on close.
+   */
+  static LineChild start(NetnsHosts hosts, String name, List<String> command) throws IOException {
+    LineChild child = start(hosts.logFolder, name, command);
+    hosts.adopt(child.process);
     return child;
   }
 
