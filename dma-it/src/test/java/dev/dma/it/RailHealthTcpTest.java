@@ -172,10 +172,9 @@ class RailHealthTcpTest {
         for (String entry : end.get("reasons").replaceAll("[{}]", "").split(",")) {
           String[] reasonAtPhase = entry.split("[=@]");
           assertTrue(IN_FLIGHT_REASONS.contains(reasonAtPhase[0]), "a failure's reason: " + end);
-          // After the heal nothing fails: probes and moved reads cost the caller nothing. (The
-          // first
-          // fault of a run fails, not yet judged; its completion may arrive just after the test
-          // saw the pause, hence "paused" too.)
+          // After the heal nothing fails: probes and moved reads cost the caller nothing. (A
+          // deadline is moved only once its rail is judged, so the first ones of the cut fail; a
+          // completion may arrive just after the test saw the pause, hence "paused" too.)
           assertTrue(
               Set.of("cut", "paused").contains(reasonAtPhase[1]),
               "failures only of reads stalled by the cut: " + end);
