@@ -13,6 +13,7 @@ import dev.dma.core.internal.FabricWorker;
 import dev.dma.core.internal.Reply;
 import dev.dma.core.internal.Telemetry;
 import dev.dma.core.internal.Threads;
+import dev.dma.core.internal.Traced;
 import dev.dma.core.internal.WorkerChannel;
 import dev.dma.core.internal.peers.BoundPeer;
 import dev.dma.core.internal.peers.PeerTable;
@@ -322,7 +323,7 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
   Offer offerReserved(TransferRequest<T> request) {
     // With tracing installed the submitter's context rides along to parent the dma.wire span;
     // without it nothing extra is allocated.
-    Object message = tracing ? new FabricWorker.Traced(request, Context.current()) : request;
+    Object message = tracing ? new Traced(request, Context.current()) : request;
     if (channel.offer(message)) {
       return Offer.ACCEPTED;
     }

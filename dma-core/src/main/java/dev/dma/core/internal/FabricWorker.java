@@ -135,7 +135,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   // that count hits 0. Counting from intake rather than posting stops a removal slipping between a
   // queued transfer and its post, where the post would re-insert the peer just removed. Deferring
   // the release to 0 also keeps it from flushing a live queue pair (EFA does flush).
-  private final ClientMap<Client> clients;
+  final ClientMap<Client> clients;
   private final ArrayDeque<Client> spareClients = new ArrayDeque<>();
 
   final List<Completion<T>> completions = new ArrayList<>();
@@ -236,7 +236,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     idleSinceNs = now;
     // A stale incarnation leaves the address vector only when its holders' ops are done, as every
     // other removal does.
-    this.cap = inFlightCap(configuredCap, endpoint.maxTx());
+    this.cap = WorkerAccounting.inFlightCap(configuredCap, endpoint.maxTx());
     this.clients = new ClientMap<>(ClientMap.slotsFor(cap));
     peers.deferRemovalWhile(clientId -> clients.get(clientId) != null);
     this.slots = (Op<T>[]) new Op<?>[cap];
@@ -257,20 +257,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
    */
   public void failureHook(FailureHook<T> hook) {
     this.failureHook = hook;
-  }
-
-  /**
-   * The in-flight cap: the configured value (at least 1), clamped to the provider's transmit depth
-   * so the worker limits itself below {@code -FI_EAGAIN}. A depth of 0 means "no fixed depth";
-   * clamping to it would serialize everything at 1.
-   *
-   * @param configured the configured cap
-   * @param maxTx the provider's depth, or 0
-   * @return the cap
-   */
-  public static int inFlightCap(int configured, int maxTx) {
-    int requested = Math.max(1, configured);
-    return maxTx <= 0 ? requested : Math.min(requested, maxTx);
   }
 
   /**
@@ -606,8 +592,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     op.client.inFlight++;
     // Not yet seen by a deadline scan: the first scan after the post stamps it with the clock
     // reading that followed it (see DeadlineScan.stampPostedBy), so the coarse clock's lag can
-    // never
-    // make it expire early.
+    // never make it expire early.
     op.postedEpoch = clockEpoch;
     op.postedByNs = Op.NOT_SCANNED;
     op.postSeq = ++postSequence;
@@ -704,7 +689,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     if (telemetry.on) {
       telemetry.reaped(op, op.isRead(), op.lengthBytes, error);
     }
-    if (error != null && takenOver(request, op.operand, error, op.posts)) {
+    if (error != null
+        && FailureHook.takesOver(failureHook, request, op.operand, error, op.posts, succeeded)) {
       accountFinished(op);
       return;
     }
@@ -743,26 +729,11 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     error = op.whatItLeft(error);
     telemetry.failedUnposted(op.isRead(), error);
     int posts = op.posts;
-    if (takenOver(request, op.operand, error, posts)) {
-      accountFinished(op);
-      return;
-    }
+    boolean takenOver =
+        FailureHook.takesOver(failureHook, request, op.operand, error, posts, succeeded);
     accountFinished(op);
-    completions.add(new Completion<>(request.context(), Outcome.failed(error), posts));
-  }
-
-  /** Whether the failure hook (a group's) took a failed transfer over; false without one. */
-  private boolean takenOver(
-      TransferRequest<T> request, @Nullable MemorySegment operand, DmaException error, int posts) {
-    FailureHook<T> hook = failureHook;
-    if (hook == null) {
-      return false;
-    }
-    try {
-      return hook.failed(request, operand, error, posts, succeeded);
-    } catch (RuntimeException hookFailure) {
-      LOG.log(Level.ERROR, "the failure hook threw; the transfer completes failed", hookFailure);
-      return false;
+    if (!takenOver) {
+      completions.add(new Completion<>(request.context(), Outcome.failed(error), posts));
     }
   }
 
@@ -815,62 +786,6 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   }
 
   /**
-   * Checks the worker's own accounting, for a simulator that steps it and asks between passes
-   * (never on the transfer path): the free slots plus the occupied ones are the cap, and equal the
-   * in-flight count; every op held (posted, queued or deferred) is counted on its client, whose
-   * count is positive; a worker holding no op keeps no client record; the pinned bytes stay within
-   * their bound. Worker thread only, between passes; allocates.
-   *
-   * @return what is inconsistent, or null when all is
-   */
-  public @Nullable String accountingViolation() {
-    int used = 0;
-    java.util.Map<Client, Integer> held = new java.util.IdentityHashMap<>();
-    for (Op<T> op : slots) {
-      if (op != null) {
-        used++;
-        held.merge(op.client, 1, Integer::sum);
-      }
-    }
-    if (freeSlotCount + used != cap) {
-      return "free slots " + freeSlotCount + " + used " + used + " != cap " + cap;
-    }
-    if (inFlight != used) {
-      return "inFlight " + inFlight + " != occupied slots " + used;
-    }
-    for (Op<T> op : pending) {
-      held.merge(op.client, 1, Integer::sum);
-    }
-    for (Op<T> op : deferred) {
-      held.merge(op.client, 1, Integer::sum);
-    }
-    for (java.util.Map.Entry<Client, Integer> each : held.entrySet()) {
-      Client client = each.getKey();
-      if (client == null || client.outstanding < each.getValue()) {
-        return "client "
-            + (client == null ? "null" : client.id + " counts " + client.outstanding)
-            + " for "
-            + each.getValue()
-            + " ops held";
-      }
-      if (clients.get(client.id) != client) {
-        return "client " + client.id + " holds ops but is not in the client map";
-      }
-    }
-    if (held.isEmpty() && checksums.size() == 0 && clients.size() != 0) {
-      return "no op held, yet " + clients.size() + " client records remain";
-    }
-    if (regions.pinnedBytes() < 0 || regions.pinnedBytes() > regions.maxPinnedBytes()) {
-      return "pinned bytes "
-          + regions.pinnedBytes()
-          + " outside [0, "
-          + regions.maxPinnedBytes()
-          + "]";
-    }
-    return null;
-  }
-
-  /**
    * Fails whatever is left and closes the endpoint ({@link WorkerShutdown}): {@link #run} calls it
    * on its way out, and a test stepping the worker once {@link #isFinished()} (or to abandon it).
    *
@@ -879,13 +794,4 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   public void shutDown(@Nullable Throwable failure) {
     WorkerShutdown.shutDown(this, failure);
   }
-
-  /**
-   * A transfer submitted while tracing is on, with the submitter's context (the parent of its
-   * {@code dma.wire} span). Only allocated when tracing is installed.
-   *
-   * @param request the transfer
-   * @param parent the submitter's current context
-   */
-  public record Traced(TransferRequest<?> request, Context parent) {}
 }

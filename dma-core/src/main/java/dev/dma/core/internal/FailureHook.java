@@ -37,4 +37,40 @@ public interface FailureHook<T extends Operands> {
       DmaException error,
       int posts,
       long succeeded);
+
+  /**
+   * Asks {@code hook}, when there is one, whether it takes a failed transfer over ({@link
+   * #failed}). False without a hook, and when the hook throws: that is logged, and the transfer
+   * then completes failed as usual.
+   *
+   * @param hook the worker's hook, or null for a plain service
+   * @param request the transfer
+   * @param operand its resolved operand, or null
+   * @param error its failure
+   * @param posts how many times this device posted it
+   * @param succeeded the worker's count of successes so far
+   * @param <T> the caller context type
+   * @return whether the hook took it over (the worker then delivers no completion for it)
+   */
+  static <T extends Operands> boolean takesOver(
+      @Nullable FailureHook<T> hook,
+      TransferRequest<T> request,
+      @Nullable MemorySegment operand,
+      DmaException error,
+      int posts,
+      long succeeded) {
+    if (hook == null) {
+      return false;
+    }
+    try {
+      return hook.failed(request, operand, error, posts, succeeded);
+    } catch (RuntimeException hookFailure) {
+      System.getLogger(FailureHook.class.getName())
+          .log(
+              System.Logger.Level.ERROR,
+              "the failure hook threw; the transfer completes failed",
+              hookFailure);
+      return false;
+    }
+  }
 }

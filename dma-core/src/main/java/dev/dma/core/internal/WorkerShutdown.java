@@ -114,7 +114,7 @@ final class WorkerShutdown {
   @SuppressWarnings("unchecked")
   private static <T extends Operands> List<Completion<T>> refuse(
       FabricWorker<T> worker, Object message) {
-    if (message instanceof FabricWorker.Traced traced) {
+    if (message instanceof Traced traced) {
       message = traced.request();
     }
     switch (message) {

@@ -22,6 +22,7 @@ import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
 import dev.dma.core.MemoryRegion;
 import dev.dma.core.internal.FabricWorker;
+import dev.dma.core.internal.WorkerAccounting;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
 import dev.dma.fake.FakeProvider;
@@ -553,10 +554,10 @@ class FabricWorkerTest {
 
   @Test
   void theInFlightCap() {
-    assertEquals(64, FabricWorker.inFlightCap(64, 0));
-    assertEquals(16, FabricWorker.inFlightCap(64, 16));
-    assertEquals(1, FabricWorker.inFlightCap(0, 0));
-    assertEquals(8, FabricWorker.inFlightCap(8, 2048));
+    assertEquals(64, WorkerAccounting.inFlightCap(64, 0));
+    assertEquals(16, WorkerAccounting.inFlightCap(64, 16));
+    assertEquals(1, WorkerAccounting.inFlightCap(0, 0));
+    assertEquals(8, WorkerAccounting.inFlightCap(8, 2048));
   }
 
   @Test

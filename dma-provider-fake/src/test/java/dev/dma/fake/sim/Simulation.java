@@ -26,6 +26,7 @@ import dev.dma.core.internal.Commands;
 import dev.dma.core.internal.FabricWorker;
 import dev.dma.core.internal.Reply;
 import dev.dma.core.internal.Telemetry;
+import dev.dma.core.internal.WorkerAccounting;
 import dev.dma.core.internal.WorkerChannel;
 import dev.dma.core.internal.peers.BoundPeer;
 import dev.dma.core.internal.peers.PeerTable;
@@ -800,7 +801,7 @@ final class Simulation implements BatchCompleter<Simulation.Transfer> {
 
   private void check() {
     for (FabricWorker<?> each : workers) {
-      String accounting = each.accountingViolation();
+      String accounting = WorkerAccounting.violation(each);
       if (accounting != null) {
         violation("worker accounting: " + accounting);
       }
