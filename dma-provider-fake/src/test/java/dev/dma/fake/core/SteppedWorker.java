@@ -23,6 +23,7 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A fabric worker stepped on the test's own thread, as Agrona's {@code AgentInvoker} steps an
@@ -247,6 +248,13 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
    */
   void beginClose() {
     channel.close();
+  }
+
+  /**
+   * The worker's own accounting check ({@link FabricWorker#accountingViolation()}): null if sound.
+   */
+  @Nullable String accountingViolation() {
+    return worker.accountingViolation();
   }
 
   /** Whether the worker has finished: its channel closed and drained, and nothing in flight. */
