@@ -19,10 +19,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The worker's own accounting check ({@code FabricWorker.accountingViolation}), which the simulator
- * asks between passes: on a sound worker it reports nothing in every state a pass leaves it in
- * (idle, ops posted and queued for several clients, a client's ops draining, all drained), so that
- * a violation it reports is the worker's, never the check's. Stepped on the test's thread.
+ * The worker's own accounting check ({@code WorkerAccounting.violation}), which the simulator asks
+ * between passes: on a sound worker it reports nothing in every state a pass leaves it in (idle,
+ * ops posted and queued for several clients, a client's ops draining, all drained), so that a
+ * violation it reports is the worker's, never the check's. Stepped on the test's thread.
  */
 @Timeout(60)
 class AccountingCheckTest {

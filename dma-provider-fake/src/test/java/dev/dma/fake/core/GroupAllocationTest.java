@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.Timeout;
  * on the workers.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("allocation")
 class GroupAllocationTest {
   /**
    * The Completion (32 bytes, as in WorkerAllocationTest), with room for what a batch may cost,

@@ -12,6 +12,7 @@ import dev.dma.core.internal.Commands;
 import dev.dma.core.internal.FabricWorker;
 import dev.dma.core.internal.Reply;
 import dev.dma.core.internal.Telemetry;
+import dev.dma.core.internal.WorkerAccounting;
 import dev.dma.core.internal.WorkerChannel;
 import dev.dma.core.internal.peers.BoundPeer;
 import dev.dma.core.internal.peers.PeerTable;
@@ -250,11 +251,9 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
     channel.close();
   }
 
-  /**
-   * The worker's own accounting check ({@link FabricWorker#accountingViolation()}): null if sound.
-   */
+  /** The worker's own accounting check ({@link WorkerAccounting#violation}): null if sound. */
   @Nullable String accountingViolation() {
-    return worker.accountingViolation();
+    return WorkerAccounting.violation(worker);
   }
 
   /** Whether the worker has finished: its channel closed and drained, and nothing in flight. */

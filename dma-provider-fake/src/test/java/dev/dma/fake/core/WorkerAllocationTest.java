@@ -17,12 +17,14 @@ import java.lang.foreign.Arena;
 import java.lang.management.ManagementFactory;
 import java.util.List;
 import java.util.concurrent.Semaphore;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * The worker allocates nothing per transfer beyond what the user gets back (the Completion and its
  * outcome), and with no OpenTelemetry SDK installed telemetry adds nothing at all.
  */
+@Tag("allocation")
 class WorkerAllocationTest {
   /**
    * The Completion (24 bytes with compressed oops); plain outcomes of a repeated length are shared.
