@@ -165,21 +165,32 @@ class RailHealthTcpTest {
       assertEquals("0", end.get("unknown"), "no completion for a read never submitted: " + end);
       assertEquals(submitted, Long.parseLong(end.get("completed")), "one completion each: " + end);
       assertEquals("0", end.get("badcrc"), "every successful read has the target's bytes: " + end);
+      // After the heal a client may still be marked unreachable on the healed rail (a probe or a
+      // post there during the heal found no connection yet): its reads then fail PEER_UNREACHABLE,
+      // the documented answer the application re-adds the client on (groups.md), as this server
+      // does. Those are the application's signal, not reads lost to the cut; every other failure
+      // must be a read stalled by the cut, at most a window of them.
       long failed = Long.parseLong(end.get("failed"));
-      assertTrue(
-          failed <= WINDOW, "only reads in flight on the rail when it was cut may fail: " + end);
+      long reAddAnswers = 0;
       if (failed > 0) {
         for (String entry : end.get("reasons").replaceAll("[{}]", "").split(",")) {
           String[] reasonAtPhase = entry.split("[=@]");
           assertTrue(IN_FLIGHT_REASONS.contains(reasonAtPhase[0]), "a failure's reason: " + end);
-          // After the heal nothing fails: probes and moved reads cost the caller nothing. (A
-          // deadline is moved only once its rail is judged, so the first ones of the cut fail; a
-          // completion may arrive just after the test saw the pause, hence "paused" too.)
+          if (reasonAtPhase[0].equals("PEER_UNREACHABLE") && reasonAtPhase[1].equals("healed")) {
+            reAddAnswers += Long.parseLong(reasonAtPhase[2]);
+            continue;
+          }
+          // Probes and moved reads cost the caller nothing. A deadline is moved only once its rail
+          // is judged, so the first ones of the cut fail; the phase "healed" is announced just
+          // before the heal, so a read stalled by the cut may end in it too.
           assertTrue(
-              Set.of("cut", "paused").contains(reasonAtPhase[1]),
+              Set.of("cut", "paused", "healed").contains(reasonAtPhase[1]),
               "failures only of reads stalled by the cut: " + end);
         }
       }
+      assertTrue(
+          failed - reAddAnswers <= WINDOW,
+          "only reads in flight on the rail when it was cut may fail: " + end);
       String[] rail0 = end.get("counts").split(",")[0].split("/");
       assertTrue(Long.parseLong(rail0[1]) >= 1, "rail 0 was paused: " + end);
       assertTrue(Long.parseLong(rail0[2]) >= 1, "rail 0 was probed: " + end);
