@@ -442,6 +442,15 @@ public final class FabricService<T extends Operands> implements DmaService<T> {
   }
 
   /**
+   * Drops every client incarnation this service's worker marked dead (a group's paused device: see
+   * {@link Commands.ForgetDeadPeers}), in its place among the transfers submitted after it.
+   * Fire-and-forget; does nothing once the service closed.
+   */
+  void forgetDeadPeers() {
+    channel.offer(Commands.ForgetDeadPeers.INSTANCE);
+  }
+
+  /**
    * Stops accepting transfers, lets posted transfers complete for at most {@code close_timeout}
    * (then fails the rest with {@link DmaException.Reason#CLOSED} once the endpoint is closed),
    * fails the never-posted ones with "fabric worker is gone", closes the endpoint and joins the

@@ -88,9 +88,12 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <p>After a stall, the deadline also marks the clients' incarnations unreachable on that device,
- * as on one service: its probes fail {@code PEER_UNREACHABLE} until the application re-adds the
- * clients ({@link #addPeer}, its answer to {@code DEADLINE}). Health adds one volatile read to a
- * submit while every device is healthy; the rest runs on failures only.
+ * as on one service, and transfers to them are refused there with {@code PEER_UNREACHABLE}. Those
+ * marks say more about the device than about the clients, so a paused device drops its marks before
+ * each probe and again when it comes back: each client is judged afresh there, and one that really
+ * is gone is marked again by its next deadline. The application need not re-add clients for a
+ * healed device. Health adds one volatile read to a submit while every device is healthy; the rest
+ * runs on failures only.
  *
  * <h2>Peers</h2>
  *

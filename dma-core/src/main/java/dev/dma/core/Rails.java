@@ -185,9 +185,15 @@ final class Rails<T extends Operands> {
     return -1;
   }
 
-  /** Offers {@code request} as device {@code device}'s probe; gives the claim back if refused. */
+  /**
+   * Offers {@code request} as device {@code device}'s probe; gives the claim back if refused. The
+   * device first drops the client incarnations it marked dead: they were judged while the device
+   * itself failed, and a mark would refuse the probe at intake, so a device whose every client was
+   * marked during a cut would never be probed for real and never come back.
+   */
   @SuppressWarnings("unchecked")
   Offer offerProbe(TransferRequest<T> request, int device, FabricService<T> service) {
+    service.forgetDeadPeers();
     Moved moved = new Moved(request.context(), null, 0, 1L << device, device);
     moved.probeRequest = request;
     Offer answer = service.offer((TransferRequest<T>) (TransferRequest<?>) rewrap(request, moved));
@@ -199,9 +205,19 @@ final class Rails<T extends Operands> {
     return answer;
   }
 
-  /** A probe on {@code device} succeeded: the device is healthy again. */
+  /**
+   * A probe on {@code device} succeeded: the device is healthy again. Before any new transfer can
+   * reach it, it drops the dead marks made since the probe was sent (a read that was in flight when
+   * the device failed may reach its deadline late), so no client's reads are refused there for what
+   * the device did.
+   */
   void probeSucceeded(int device) {
-    rails[device].resume();
+    Rail rail = rails[device];
+    FabricService<T>[] services = array;
+    if (rail.paused && services != null) {
+      services[device].forgetDeadPeers(); // queued ahead of every transfer the resume lets in
+    }
+    rail.resume();
   }
 
   /**

@@ -45,7 +45,6 @@ import java.util.concurrent.locks.LockSupport;
  *   <li>{@code solo <ms>}: the same loop over the one-device group, for {@code ms} (the group's
  *       loop held meanwhile by the caller)
  *   <li>{@code health}: each device's state, faults, pauses, probes and failovers
- *   <li>{@code addpeers}: re-adds every client on every device (the answer to DEADLINE)
  *   <li>{@code stop}: holds the loop and reports every count (missing, duplicate, failed by reason,
  *       bad checksum)
  * </ul>
@@ -348,12 +347,6 @@ public final class RailServer {
         yield "phase ok";
       }
       case "health" -> health(main.group.health());
-      case "addpeers" -> {
-        for (int i = 0; i < ads.size(); i++) {
-          main.group.addPeer(i + 1, ads.get(i).address());
-        }
-        yield "addpeers ok";
-      }
       case "stop" -> {
         main.hold();
         long missing = 0;

@@ -40,6 +40,17 @@ public final class Commands {
   public record Pin(long base, long lengthBytes, MemoryKind kind, Reply<Void> reply) {}
 
   /**
+   * Drop every client incarnation the worker marked dead, so each client is judged afresh by its
+   * next transfer: sent by a {@code FabricServiceGroup} for a device it paused, before each probe
+   * and when the device comes back, because what such a device's failures said about its clients
+   * was the device's fault. A client that really is gone is marked again by its next deadline.
+   */
+  public enum ForgetDeadPeers {
+    /** The one message. */
+    INSTANCE
+  }
+
+  /**
    * Carries out a control message on the worker thread, in its place among the transfers. The
    * caller of a command with a reply is blocked on it, so the reply is answered even when the
    * command fails.
@@ -77,6 +88,7 @@ public final class Commands {
           client.removalPending = true;
         }
       }
+      case ForgetDeadPeers forget -> dead.forgetAll();
       case Pin pin -> {
         try {
           regions.pin(pin.base(), pin.lengthBytes(), pin.kind());

@@ -47,6 +47,11 @@ final class DeadPeers<T extends Operands> {
     marks.remove(clientId);
   }
 
+  /** Drops every mark: the device they were judged on was itself at fault (see Commands). */
+  void forgetAll() {
+    marks.clear();
+  }
+
   /**
    * The error a transfer to a client incarnation marked dead fails with at intake, or null when it
    * goes ahead. A transfer carrying an address the client never had before is its new incarnation
