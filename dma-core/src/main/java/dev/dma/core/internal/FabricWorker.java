@@ -426,10 +426,16 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
   private void accept(TransferRequest<T> request, Context parent) {
     T context = request.context();
     if (!deadMarks.isEmpty()) {
-      // A transfer to an incarnation marked dead fails at once, with its mark's error.
+      // A transfer to an incarnation marked dead fails at once, with its mark's error, unless a
+      // group's hook moves it to a device that may reach the client (nothing was posted here).
       DmaException refusal = dead.refusal(request);
       if (refusal != null) {
-        refuseAtIntake(context, refusal);
+        if (FailureHook.takesOver(failureHook, request, null, refusal, 0, succeeded)) {
+          releaseOutstanding();
+          telemetry.refused(refusal);
+        } else {
+          refuseAtIntake(context, refusal);
+        }
         return;
       }
     }
