@@ -53,6 +53,21 @@ final class DeadPeers<T extends Operands> {
   }
 
   /**
+   * Ends a transfer to a client incarnation marked dead at intake, with its mark's error ({@link
+   * #refusal}); a group's failure hook may move it to a device that may reach the client.
+   *
+   * @return true when it was ended here; false when it goes ahead
+   */
+  boolean refusedAtIntake(TransferRequest<T> request) {
+    DmaException refusal = refusal(request);
+    if (refusal == null) {
+      return false;
+    }
+    worker.refuseAtIntake(request, refusal);
+    return true;
+  }
+
+  /**
    * The error a transfer to a client incarnation marked dead fails with at intake, or null when it
    * goes ahead. A transfer carrying an address the client never had before is its new incarnation
    * (it restarted and advertised again): the mark, which belongs to the old one, is dropped and the

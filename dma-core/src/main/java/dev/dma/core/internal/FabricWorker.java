@@ -424,26 +424,14 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
 
   /** Queues a submitted transfer, or completes it at once when its operand doesn't resolve. */
   private void accept(TransferRequest<T> request, Context parent) {
-    T context = request.context();
-    if (!deadMarks.isEmpty()) {
-      // A transfer to an incarnation marked dead fails at once, with its mark's error, unless a
-      // group's hook moves it to a device that may reach the client (nothing was posted here).
-      DmaException refusal = dead.refusal(request);
-      if (refusal != null) {
-        if (FailureHook.takesOver(failureHook, request, null, refusal, 0, succeeded)) {
-          releaseOutstanding();
-          telemetry.refused(refusal);
-        } else {
-          refuseAtIntake(context, refusal);
-        }
-        return;
-      }
+    if (!deadMarks.isEmpty() && dead.refusedAtIntake(request)) {
+      return; // to an incarnation marked dead
     }
     MemorySegment operand;
     try {
       operand = Intake.checkedOperand(request, null, peerText);
     } catch (DmaException refused) {
-      refuseAtIntake(context, refused);
+      refuseAtIntake(request, refused);
       return;
     }
     long lengthBytes = Operands.lengthOf(request.direction(), operand);
@@ -459,11 +447,16 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
     }
   }
 
-  /** Completes a transfer that never became an op (nothing was counted for a client yet). */
-  private void refuseAtIntake(T context, DmaException error) {
+  /**
+   * Completes a transfer that never became an op (nothing was counted for a client yet), unless a
+   * group's failure hook takes it to another device (nothing was posted here).
+   */
+  void refuseAtIntake(TransferRequest<T> request, DmaException error) {
     releaseOutstanding();
     telemetry.refused(error);
-    completions.add(new Completion<>(context, Outcome.failed(error), 0));
+    if (!FailureHook.takesOver(failureHook, request, null, error, 0, succeeded)) {
+      completions.add(new Completion<>(request.context(), Outcome.failed(error), 0));
+    }
   }
 
   private Client clientFor(long clientId) {
