@@ -8,10 +8,11 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Told, on a worker thread, of every transfer that worker is about to complete failed, before its
- * completion is built (one refused at intake because its client is marked unreachable included:
- * then with no operand and no post): a {@code FabricServiceGroup} judges its devices' health from
- * these and may take the transfer over to post it on another device. A worker of a plain {@code
- * FabricService} has none. Never called for a success, so the healthy path does not pay for it.
+ * completion is built (one refused at intake included, for example because its client is marked
+ * unreachable: then with no operand and no post): a {@code FabricServiceGroup} judges its devices'
+ * health from these and may take the transfer over to post it on another device. A worker of a
+ * plain {@code FabricService} has none. Never called for a success, so the healthy path does not
+ * pay for it.
  *
  * <p>Threads: the worker thread of the device whose transfer failed; an implementation must not
  * block, and anything it shares with other devices' workers must be thread-safe.
