@@ -2,6 +2,7 @@ package dev.dma.core.internal.regions;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -114,7 +115,48 @@ class RegionRegistryTest {
   }
 
   @Test
+  void aClaimIsMarkedOnlyByAnInvalidateOverlappingIt() {
+    RegionRegistry.Claim claim = new RegionRegistry.Claim();
+    registry.open(claim, 1000, 2000, false);
+    registry.invalidate(2000, 3000);
+    registry.invalidate(0, 1000);
+    assertFalse(claim.invalidated, "ranges that only touch the claim's ends do not overlap it");
+    registry.invalidate(1999, 2000);
+    assertTrue(claim.invalidated);
+    Registration overFreedPages = Registration.register(endpoint, 1000, 1000, true);
+    assertFalse(registry.trackClaimed(domain, overFreedPages, claim), "the invalidate won");
+    assertFalse(claim.open);
+    assertEquals(0, registry.size(domain));
+    overFreedPages.release();
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
+  void closingAClaimLeavesTheOtherOpenClaimsMarkable() {
+    RegionRegistry.Claim first = new RegionRegistry.Claim();
+    RegionRegistry.Claim second = new RegionRegistry.Claim();
+    RegionRegistry.Claim neverOpened = new RegionRegistry.Claim();
+    registry.open(first, 1000, 2000, false);
+    registry.open(second, 3000, 4000, false);
+    registry.abandon(neverOpened); // not open: must not touch the list of open ones
+    registry.abandon(second);
+    assertFalse(second.open);
+    registry.open(second, 3000, 4000, false); // reused, as a LocalRegions reuses its one claim
+    Registration registration = Registration.register(endpoint, 3000, 1000, true);
+    assertTrue(registry.trackClaimed(domain, registration, second));
+    assertFalse(second.open);
+    registration.release();
+    registry.invalidate(1500, 3500);
+    assertTrue(first.invalidated, "the claim still open was marked");
+    assertFalse(second.invalidated, "a closed claim is not marked");
+    assertEquals(0, registry.size(domain), "the tracked entry was retired");
+    registry.abandon(first);
+    assertFalse(first.open);
+  }
+
+  @Test
   void theGlobalRegistryIsOne() {
+    assertNotNull(RegionRegistry.global());
     assertSame(RegionRegistry.global(), RegionRegistry.global());
   }
 }
