@@ -65,6 +65,59 @@ class RegionRegistryTest {
   }
 
   @Test
+  void invalidateLeavesAnEntryEndingWhereTheRangeStarts() {
+    track(1000, 2000);
+    track(10_000, 30_000); // longer: the scan below the range does not stop at the first entry
+    assertEquals(0, registry.invalidate(2000, 3000), "[1000, 2000) ends where the range starts");
+    assertEquals(2, registry.size(domain));
+    assertEquals(1, registry.invalidate(1999, 3000));
+    assertEquals(1, registry.size(domain));
+  }
+
+  @Test
+  void anEntryLeasedAcrossAClearCanBeTrackedAgain() {
+    Registration entry = track(1000, 2000);
+    Registration leased = registry.covering(domain, 1000, 2000);
+    assertEquals(1, registry.clearDomain(domain));
+    assertTrue(endpoint.isLive(entry.handle()), "its operation still leases it");
+    Object other = new Object();
+    registry.track(other, leased); // no longer the registry's, so it takes a lease again
+    assertEquals(1, registry.size(other));
+    assertEquals(2, leased.leases());
+    leased.release();
+    assertEquals(1, registry.clearDomain(other));
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
+  void removingAWholeChunkWhenTheChunkIndexIsFull() {
+    // Ascending inserts split a full chunk into 128 and 129: 513 entries make 4 chunks (128, 128,
+    // 128, 129), which fill the chunk index's first capacity of 4.
+    int entries = 513;
+    for (int i = 0; i < entries; i++) {
+      track(100_000 + i * 1000L, 100_000 + i * 1000L + 100);
+    }
+    assertEquals(4, registry.chunkCount(domain));
+    // Empties the second chunk (entries 128 to 255) and takes it out of the index.
+    assertEquals(128, registry.invalidate(100_000 + 128 * 1000L, 100_000 + 255 * 1000L + 100));
+    assertEquals(3, registry.chunkCount(domain));
+    assertNull(registry.layoutFault(domain));
+    assertEquals(entries - 128, registry.size(domain));
+    for (int i = 0; i < entries; i++) {
+      Registration hit = registry.covering(domain, 100_000 + i * 1000L, 100_000 + i * 1000L + 100);
+      if (i >= 128 && i <= 255) {
+        assertNull(hit, "entry " + i + " was invalidated");
+      } else {
+        assertNotNull(hit, "entry " + i);
+        assertEquals(100_000 + i * 1000L, hit.base());
+        hit.release();
+      }
+    }
+    assertEquals(entries - 128, registry.clearDomain(domain));
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
   void trackingAtTheSameBaseReplacesAndReleasesOnlyTheRegistrysLease() {
     Registration first = track(1000, 2000);
     Registration leased = registry.covering(domain, 1000, 1500);
