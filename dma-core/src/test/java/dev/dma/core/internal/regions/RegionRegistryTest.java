@@ -2,6 +2,7 @@ package dev.dma.core.internal.regions;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -64,6 +65,59 @@ class RegionRegistryTest {
   }
 
   @Test
+  void invalidateLeavesAnEntryEndingWhereTheRangeStarts() {
+    track(1000, 2000);
+    track(10_000, 30_000); // longer: the scan below the range does not stop at the first entry
+    assertEquals(0, registry.invalidate(2000, 3000), "[1000, 2000) ends where the range starts");
+    assertEquals(2, registry.size(domain));
+    assertEquals(1, registry.invalidate(1999, 3000));
+    assertEquals(1, registry.size(domain));
+  }
+
+  @Test
+  void anEntryLeasedAcrossAClearCanBeTrackedAgain() {
+    Registration entry = track(1000, 2000);
+    Registration leased = registry.covering(domain, 1000, 2000);
+    assertEquals(1, registry.clearDomain(domain));
+    assertTrue(endpoint.isLive(entry.handle()), "its operation still leases it");
+    Object other = new Object();
+    registry.track(other, leased); // no longer the registry's, so it takes a lease again
+    assertEquals(1, registry.size(other));
+    assertEquals(2, leased.leases());
+    leased.release();
+    assertEquals(1, registry.clearDomain(other));
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
+  void removingAWholeChunkWhenTheChunkIndexIsFull() {
+    // Ascending inserts split a full chunk into 128 and 129: 513 entries make 4 chunks (128, 128,
+    // 128, 129), which fill the chunk index's first capacity of 4.
+    int entries = 513;
+    for (int i = 0; i < entries; i++) {
+      track(100_000 + i * 1000L, 100_000 + i * 1000L + 100);
+    }
+    assertEquals(4, registry.chunkCount(domain));
+    // Empties the second chunk (entries 128 to 255) and takes it out of the index.
+    assertEquals(128, registry.invalidate(100_000 + 128 * 1000L, 100_000 + 255 * 1000L + 100));
+    assertEquals(3, registry.chunkCount(domain));
+    assertNull(registry.layoutFault(domain));
+    assertEquals(entries - 128, registry.size(domain));
+    for (int i = 0; i < entries; i++) {
+      Registration hit = registry.covering(domain, 100_000 + i * 1000L, 100_000 + i * 1000L + 100);
+      if (i >= 128 && i <= 255) {
+        assertNull(hit, "entry " + i + " was invalidated");
+      } else {
+        assertNotNull(hit, "entry " + i);
+        assertEquals(100_000 + i * 1000L, hit.base());
+        hit.release();
+      }
+    }
+    assertEquals(entries - 128, registry.clearDomain(domain));
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
   void trackingAtTheSameBaseReplacesAndReleasesOnlyTheRegistrysLease() {
     Registration first = track(1000, 2000);
     Registration leased = registry.covering(domain, 1000, 1500);
@@ -114,7 +168,48 @@ class RegionRegistryTest {
   }
 
   @Test
+  void aClaimIsMarkedOnlyByAnInvalidateOverlappingIt() {
+    RegionRegistry.Claim claim = new RegionRegistry.Claim();
+    registry.open(claim, 1000, 2000, false);
+    registry.invalidate(2000, 3000);
+    registry.invalidate(0, 1000);
+    assertFalse(claim.invalidated, "ranges that only touch the claim's ends do not overlap it");
+    registry.invalidate(1999, 2000);
+    assertTrue(claim.invalidated);
+    Registration overFreedPages = Registration.register(endpoint, 1000, 1000, true);
+    assertFalse(registry.trackClaimed(domain, overFreedPages, claim), "the invalidate won");
+    assertFalse(claim.open);
+    assertEquals(0, registry.size(domain));
+    overFreedPages.release();
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
+  void closingAClaimLeavesTheOtherOpenClaimsMarkable() {
+    RegionRegistry.Claim first = new RegionRegistry.Claim();
+    RegionRegistry.Claim second = new RegionRegistry.Claim();
+    RegionRegistry.Claim neverOpened = new RegionRegistry.Claim();
+    registry.open(first, 1000, 2000, false);
+    registry.open(second, 3000, 4000, false);
+    registry.abandon(neverOpened); // not open: must not touch the list of open ones
+    registry.abandon(second);
+    assertFalse(second.open);
+    registry.open(second, 3000, 4000, false); // reused, as a LocalRegions reuses its one claim
+    Registration registration = Registration.register(endpoint, 3000, 1000, true);
+    assertTrue(registry.trackClaimed(domain, registration, second));
+    assertFalse(second.open);
+    registration.release();
+    registry.invalidate(1500, 3500);
+    assertTrue(first.invalidated, "the claim still open was marked");
+    assertFalse(second.invalidated, "a closed claim is not marked");
+    assertEquals(0, registry.size(domain), "the tracked entry was retired");
+    registry.abandon(first);
+    assertFalse(first.open);
+  }
+
+  @Test
   void theGlobalRegistryIsOne() {
+    assertNotNull(RegionRegistry.global());
     assertSame(RegionRegistry.global(), RegionRegistry.global());
   }
 }
