@@ -59,6 +59,34 @@ class ReplyTest {
   }
 
   @Test
+  void aFailureOrAnAbandonWakesAWaiterAlreadyBlocked() throws Exception {
+    for (boolean abandon : new boolean[] {false, true}) {
+      Reply<Integer> reply = new Reply<>();
+      CompletableFuture<DmaException> thrown = new CompletableFuture<>();
+      Thread waiter =
+          Thread.ofPlatform()
+              .daemon()
+              .start(
+                  () -> {
+                    try {
+                      reply.await("abandoned");
+                    } catch (DmaException e) {
+                      thrown.complete(e);
+                    }
+                  });
+      awaitWaiting(waiter); // blocked before the answer: only its notify can wake it
+      if (abandon) {
+        reply.abandon();
+      } else {
+        reply.fail(DmaException.fabric("failed"));
+      }
+      DmaException error = thrown.get(10, TimeUnit.SECONDS);
+      assertEquals(abandon ? "abandoned" : "failed", error.getMessage());
+      assertTrue(waiter.join(Duration.ofSeconds(10)));
+    }
+  }
+
+  @Test
   void aFailureIsThrownToTheWaiterAndOnlyTheFirstAnswerCounts() {
     Reply<Integer> reply = new Reply<>();
     DmaException failure = DmaException.fabric("no");
