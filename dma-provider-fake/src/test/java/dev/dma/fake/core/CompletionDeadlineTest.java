@@ -359,6 +359,32 @@ class CompletionDeadlineTest {
     assertEquals(0, service.outstanding());
   }
 
+  /**
+   * What a group sends a device it paused (issue 32): every dead mark dropped, so a marked client's
+   * next transfer is posted and judged afresh, with no addPeer.
+   */
+  @Test
+  void forgettingTheDeadMarksServesAMarkedClientAgain() throws Exception {
+    start(builder -> builder.maxInFlight(2));
+    holdStuck();
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(0, 128, 0))));
+    waitUntil(() -> fabric.script().heldCompletions() == 1);
+    ticker.advance(DEADLINE.plusMillis(1));
+    assertEquals(Reason.DEADLINE, error(recorder.take()).reason());
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(1, 128, 1))));
+    assertEquals(Reason.PEER_UNREACHABLE, error(recorder.take()).reason(), "marked");
+
+    fabric.script().stopHolding();
+    service.forgetDeadPeers();
+    Buffer back = pattern(2, 128, 7);
+    long postsBefore = fabric.counters().posts();
+    assertTrue(service.submit(write(STUCK, stuckAd, back)));
+    assertTrue(recorder.take().outcome().isDone(), "posted and completed, no addPeer");
+    assertEquals(postsBefore + 1, fabric.counters().posts());
+    assertEquals(Checksums.crc32c(back.segment), Checksums.crc32c(stuckMemory.asSlice(0, 128)));
+    assertEquals(0, service.outstanding());
+  }
+
   @Test
   void aPeerRefusingPostsPastTheProgressDeadlineIsMarkedDeadToo() throws Exception {
     start(builder -> builder.progressDeadline(Duration.ofMillis(50)));

@@ -233,6 +233,15 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
     step();
   }
 
+  /**
+   * Sends {@link Commands.ForgetDeadPeers}, as a group does for a paused device, taken in by a
+   * step.
+   */
+  void forgetDeadPeers() {
+    channel.offer(Commands.ForgetDeadPeers.INSTANCE);
+    step();
+  }
+
   /** Transfers submitted and not yet completed. */
   long outstanding() {
     return outstanding.get();
