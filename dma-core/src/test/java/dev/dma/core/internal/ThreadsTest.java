@@ -8,6 +8,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -19,6 +20,11 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class ThreadsTest {
   private final CountDownLatch release = new CountDownLatch(1);
+
+  @BeforeEach
+  void noInterruptComesIn() {
+    Thread.interrupted(); // another test class on this thread may have left one
+  }
 
   @AfterEach
   void releaseThreads() {
@@ -67,9 +73,18 @@ class ThreadsTest {
     assertTrue(Thread.interrupted(), "the interrupt is kept");
     // Interrupted while waiting (not before): still waits, then keeps it.
     Thread self = Thread.currentThread();
-    Thread.ofPlatform().daemon().start(() -> self.interrupt());
-    release.countDown();
+    Thread interrupter =
+        Thread.ofPlatform()
+            .daemon()
+            .start(
+                () -> {
+                  self.interrupt();
+                  release.countDown();
+                });
     assertTrue(Threads.joinUninterruptibly(alive, Duration.ofSeconds(10)));
+    // The interrupter has ended before the flag is read, so no interrupt can come later.
+    assertTrue(Threads.joinUninterruptibly(interrupter, Duration.ofSeconds(10)));
+    assertTrue(Thread.interrupted(), "the interrupt is kept");
   }
 
   @Test
