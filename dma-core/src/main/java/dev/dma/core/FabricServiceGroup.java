@@ -76,13 +76,13 @@ import org.jspecify.annotations.Nullable;
  *       several clients), is posted again on a healthy device that has not carried it, with its
  *       operand as first resolved (the context is not asked again), under that device's own
  *       deadlines; a probe that fails is always moved. A deadline waits for the judgment: one
- *       silent client would otherwise wait out a deadline on every device in turn. A transfer a
- *       device never posted because it holds the client unreachable ({@code PEER_UNREACHABLE} with
- *       no post: a rail cut, or a connection a cut left stuck, made that device judge so) moves as
- *       well, as another device may reach the client; a client that really is gone is refused or
- *       judged once on each device. A write is moved only when its request allows retries ({@link
- *       TransferRequest#retryWrite()}) and its failure says the target is {@code UNCHANGED} (it was
- *       never posted). A transfer is posted at most once per device and ends in exactly one
+ *       silent client would otherwise wait out a deadline on every device in turn. A transfer that
+ *       failed with {@code PEER_UNREACHABLE} (refused for the device's mark of its client, or
+ *       failed by its connection: a rail cut, or a connection a cut left stuck or reset) moves as
+ *       well, as another device may reach the client; a client that really is gone fails once on
+ *       each device, at once or by its mark. A write is moved only when its request allows retries
+ *       ({@link TransferRequest#retryWrite()}) and its failure says the target is {@code UNCHANGED}
+ *       (it was never posted). A transfer is posted at most once per device and ends in exactly one
  *       completion: one that fails on every device completes failed with the last device's error.
  *       {@link Completion#posts()} then counts every device's posts and {@link
  *       Completion#devices()} how many devices carried it.

@@ -392,14 +392,13 @@ final class Rails<T extends Operands> {
       // or a reset ended the transfer at once, so it moves even before the device is judged (the
       // first faults of a failing NIC then cost nothing either); a deadline moves only once the
       // device is judged at fault, as one silent client would otherwise wait out a deadline on
-      // every device in turn. A transfer this device never posted because it holds the client
-      // unreachable moves too: that judgment is this device's (a rail cut, or a connection a cut
-      // left stuck), and another device may reach the client; one that really is gone is refused
-      // or judged on each device once.
+      // every device in turn. A client this device finds unreachable moves too, whether refused
+      // for its mark unposted or failed by its connection: that is this device's view (a rail
+      // cut, or a connection a cut left stuck or reset), and another device may reach the client;
+      // one that really is gone fails once on each device, at once or by its mark.
       boolean judged = paused || streakOfSeveralClients;
       boolean atOnce = error.reason() != DmaException.Reason.DEADLINE;
-      boolean unreachableHere =
-          error.reason() == DmaException.Reason.PEER_UNREACHABLE && posts == 0;
+      boolean unreachableHere = error.reason() == DmaException.Reason.PEER_UNREACHABLE;
       if (!probe && !unreachableHere && (!fault || !(judged || atOnce))) {
         return false;
       }

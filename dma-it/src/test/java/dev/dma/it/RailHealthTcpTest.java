@@ -172,9 +172,10 @@ class RailHealthTcpTest {
         for (String entry : end.get("reasons").replaceAll("[{}]", "").split(",")) {
           String[] reasonAtPhase = entry.split("[=@]");
           assertTrue(IN_FLIGHT_REASONS.contains(reasonAtPhase[0]), "a failure's reason: " + end);
-          // Probes and moved reads cost the caller nothing, and no read is refused for what the
-          // cut did: the healed rail dropped its marks, and a read a rail never posted for a mark
-          // moves. Only a deadline may fail: one is moved only once its rail is judged, so the
+          // Probes and moved reads cost the caller nothing, and no read fails unreachable for what
+          // the cut did: the healed rail dropped its marks, and a read that failed
+          // PEER_UNREACHABLE on a rail moves to the other. Only a deadline may fail: one is moved
+          // only once its rail is judged, so the
           // first ones of the cut fail (a completion may arrive just after the test saw the pause,
           // hence "paused" too), and after the heal a client's connection on the healed rail may
           // still be stuck in TCP's retransmission backoff (one client's deadline is not moved).
