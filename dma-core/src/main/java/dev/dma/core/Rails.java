@@ -221,11 +221,11 @@ final class Rails<T extends Operands> {
   }
 
   /**
-   * A probe failed without its hook seeing it (refused at the worker's intake, for example while
-   * the device's clients are marked unreachable, so never posted): it ends as a failed probe (the
-   * claim is given back and the next one comes after a longer cooldown; without this the claim
-   * would stay taken and the device never be probed again), and it is posted on a healthy device,
-   * as a probe failing on the device is, so probing costs the caller nothing.
+   * A probe failed without its hook seeing it (failed as its worker shut down; every intake refusal
+   * and every failure while the worker runs reaches the hook): it ends as a failed probe (the claim
+   * is given back and the next one comes after a longer cooldown; without this the claim would stay
+   * taken and the device never be probed again), and it is posted on a healthy device, as a probe
+   * failing on the device is, so probing costs the caller nothing.
    *
    * @return true when it was posted elsewhere: the router then delivers nothing for it now
    */
@@ -290,9 +290,9 @@ final class Rails<T extends Operands> {
     // The device this is a probe of, or -1.
     final int probeOf;
 
-    // Set by the probed device's hook when it judged this probe's failure; a probe refused at the
-    // worker's intake (never posted, so never shown to the hook) reaches the router unjudged, and
-    // the router then ends the probe itself. Written on the worker before the completion is
+    // Set by the probed device's hook when it judged this probe's failure; a probe the worker
+    // failed without its hook (refused as it shut down) reaches the router unjudged, and the router
+    // then ends the probe itself. Written on the worker before the completion is
     // handed on, read after: the completion's hand-over orders them.
     boolean probeJudged;
 

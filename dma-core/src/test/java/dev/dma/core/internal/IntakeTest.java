@@ -63,33 +63,30 @@ class IntakeTest {
   @Test
   void aConfinedOperandIsRefusedOnlyWithAChecksum() {
     try (Arena confined = Arena.ofConfined()) {
-      MemorySegment segment = confined.allocate(64);
-      TransferRequest<Source> plain =
-          TransferRequest.write(7, AD, new Source(segment, MemoryKind.HOST));
-      assertSame(segment, Intake.checkedOperand(plain, null, TEXT), "no checksum: accepted");
-      DmaException refused =
-          assertThrows(
-              DmaException.class,
-              () -> Intake.checkedOperand(plain.withChecksum(Checksum.CRC32C), null, TEXT));
-      assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason());
-      assertEquals(Intake.CONFINED_CHECKSUM, refused.getMessage());
+      assertRefusedOnlyWithAChecksum(
+          new Source(confined.allocate(64), MemoryKind.HOST), Intake.CONFINED_CHECKSUM);
     }
   }
 
   @Test
   void memoryTheCpuCannotReadIsRefusedOnlyWithAChecksum() {
     try (Arena shared = Arena.ofShared()) {
-      MemorySegment segment = shared.allocate(64);
-      TransferRequest<Source> plain = TransferRequest.write(7, AD, new Source(segment, DEVICE));
-      assertSame(segment, Intake.checkedOperand(plain, null, TEXT), "no checksum: accepted");
-      DmaException refused =
-          assertThrows(
-              DmaException.class,
-              () -> Intake.checkedOperand(plain.withChecksum(Checksum.CRC32C), null, TEXT));
-      assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason());
-      assertEquals(Intake.unreadableChecksum(DEVICE), refused.getMessage());
-      assertTrue(refused.getMessage().contains("DEVICE memory"), refused.getMessage());
+      String text = Intake.unreadableChecksum(DEVICE);
+      assertTrue(text.contains("DEVICE memory"), text);
+      assertRefusedOnlyWithAChecksum(new Source(shared.allocate(64), DEVICE), text);
     }
+  }
+
+  /** Without a checksum the operand passes untouched; with one, BAD_REQUEST with {@code text}. */
+  private static void assertRefusedOnlyWithAChecksum(Source source, String text) {
+    TransferRequest<Source> plain = TransferRequest.write(7, AD, source);
+    assertSame(source.segment(), Intake.checkedOperand(plain, null, TEXT), "no checksum: accepted");
+    DmaException refused =
+        assertThrows(
+            DmaException.class,
+            () -> Intake.checkedOperand(plain.withChecksum(Checksum.CRC32C), null, TEXT));
+    assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason());
+    assertEquals(text, refused.getMessage());
   }
 
   @Test

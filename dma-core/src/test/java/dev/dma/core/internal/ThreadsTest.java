@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -17,7 +16,9 @@ import org.junit.jupiter.api.Timeout;
  * the bounded one returns within its bound. The threads waited for are daemons released in {@code
  * AfterEach}, so nothing is left running.
  */
-@Timeout(value = 30, unit = TimeUnit.SECONDS)
+// SEPARATE_THREAD: the joins under test ignore interrupts, so only a time-out on another thread
+// ends a test whose join never returns.
+@Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class ThreadsTest {
   private final CountDownLatch release = new CountDownLatch(1);
 
@@ -61,7 +62,7 @@ class ThreadsTest {
   @Test
   void theBoundedJoinReturnsTrueAtOnceForAThreadAlreadyEnded() throws Exception {
     Thread ended = Thread.ofPlatform().start(() -> {});
-    ended.join();
+    assertTrue(ended.join(Duration.ofSeconds(10)));
     assertTrue(Threads.joinUninterruptibly(ended, Duration.ZERO));
   }
 
@@ -89,19 +90,7 @@ class ThreadsTest {
 
   @Test
   void theUnboundedJoinWaitsThroughAnInterruptAndKeepsIt() throws Exception {
-    AtomicBoolean ended = new AtomicBoolean();
-    Thread worker =
-        Thread.ofPlatform()
-            .daemon()
-            .start(
-                () -> {
-                  try {
-                    release.await();
-                  } catch (InterruptedException e) {
-                    return;
-                  }
-                  ended.set(true);
-                });
+    Thread worker = sleeper(); // ends only once released
     Thread self = Thread.currentThread();
     Thread releaser =
         Thread.ofPlatform()
@@ -110,15 +99,14 @@ class ThreadsTest {
                 () -> {
                   self.interrupt(); // mid-join: must not end it
                   try {
-                    Thread.sleep(50);
+                    Thread.sleep(50); // lets the join begin first; either order must pass
                   } catch (InterruptedException ignored) {
                     // a daemon helper: nothing to clean up
                   }
                   release.countDown();
                 });
     Threads.joinUninterruptibly(worker);
-    assertTrue(ended.get(), "it returned only once the thread had ended");
-    assertFalse(worker.isAlive());
+    assertFalse(worker.isAlive(), "it returned only once the thread had ended");
     assertTrue(Thread.interrupted(), "the interrupt is kept for the caller");
     assertTrue(releaser.join(Duration.ofSeconds(10)));
   }

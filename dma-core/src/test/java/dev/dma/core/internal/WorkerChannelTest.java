@@ -8,14 +8,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The worker's channel at its edges: what wakes a parked worker, an offer waiting for room that the
- * close ends, and the close deadline. Every wait on another thread is a bounded join; the helper
- * threads are daemons, so one left blocked by a regression cannot keep the JVM alive.
+ * The worker's one channel: FIFO with a closing gate, what wakes a parked worker, an offer waiting
+ * for room that the close ends, and the close deadline. Every wait on another thread is a bounded
+ * join; the helper threads are daemons, so one left blocked by a regression cannot keep the JVM
+ * alive.
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class WorkerChannelTest {
@@ -25,14 +27,7 @@ class WorkerChannelTest {
   void closeWakesAWorkerParkedOnAnEmptyChannel() throws Exception {
     WorkerChannel channel = new WorkerChannel(8);
     AtomicReference<Boolean> blocked = new AtomicReference<>();
-    Thread worker =
-        Thread.ofPlatform()
-            .daemon()
-            .start(
-                () -> {
-                  channel.bind(Thread.currentThread());
-                  blocked.set(channel.park());
-                });
+    Thread worker = worker(channel, () -> blocked.set(channel.park()));
     awaitParked(worker);
     assertFalse(channel.isClosed());
     channel.close();
@@ -89,15 +84,13 @@ class WorkerChannelTest {
     WorkerChannel channel = new WorkerChannel(8);
     AtomicReference<Object> taken = new AtomicReference<>();
     Thread worker =
-        Thread.ofPlatform()
-            .daemon()
-            .start(
-                () -> {
-                  channel.bind(Thread.currentThread());
-                  // Far longer than the test's bound: only the offer's unpark ends it in time.
-                  channel.parkNanos(TimeUnit.SECONDS.toNanos(60));
-                  taken.set(channel.poll());
-                });
+        worker(
+            channel,
+            () -> {
+              // Far longer than the test's bound: only the offer's unpark ends it in time.
+              channel.parkNanos(TimeUnit.SECONDS.toNanos(60));
+              taken.set(channel.poll());
+            });
     awaitParked(worker);
     assertTrue(channel.offer("wake"));
     assertTrue(worker.join(BOUND), "the offer woke the worker");
@@ -121,6 +114,79 @@ class WorkerChannelTest {
     WorkerChannel plain = new WorkerChannel(8);
     plain.close();
     assertFalse(plain.closeDeadlinePassed(), "close() sets no deadline");
+  }
+
+  @Test
+  void aClosedChannelRefusesOffersAndDrains() {
+    WorkerChannel channel = new WorkerChannel(8);
+    channel.bind(Thread.currentThread());
+    assertTrue(channel.offer("a"));
+    assertFalse(channel.isDrained());
+    channel.close();
+    assertFalse(channel.offer("b"));
+    assertFalse(channel.isDrained());
+    assertEquals("a", channel.poll());
+    assertTrue(channel.isDrained());
+  }
+
+  @Test
+  void aParkedWorkerIsWokenByAnOffer() throws Exception {
+    WorkerChannel channel = new WorkerChannel(8);
+    AtomicInteger seen = new AtomicInteger();
+    Thread worker =
+        worker(
+            channel,
+            () -> {
+              while (seen.get() < 1000) {
+                if (channel.poll() != null) {
+                  seen.incrementAndGet();
+                } else if (channel.isDrained()) {
+                  return;
+                } else {
+                  channel.park();
+                }
+              }
+            });
+    // A worker that missed a wake-up parks for good with the channel full: fail, don't spin.
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    for (int i = 0; i < 1000; i++) {
+      while (!channel.offer(i)) {
+        assertTrue(System.nanoTime() < deadline, "the worker stopped taking at " + i);
+        Thread.onSpinWait();
+      }
+      if (i % 100 == 0) {
+        Thread.sleep(1);
+      }
+    }
+    assertTrue(worker.join(BOUND), "the worker took every message");
+    assertEquals(1000, seen.get());
+  }
+
+  @Test
+  void theWorkerOfferingToItselfOnAFullQueueNeverWaits() {
+    WorkerChannel channel = new WorkerChannel(2);
+    channel.bind(Thread.currentThread());
+    // The worker's own completion hook resubmitting while the queue is full: waiting for room
+    // would deadlock, since only this thread makes room.
+    for (int i = 0; i < 10; i++) {
+      assertTrue(channel.offer(i));
+    }
+    for (int i = 0; i < 10; i++) {
+      assertEquals(i, channel.poll());
+    }
+    channel.close();
+    assertTrue(channel.isDrained());
+  }
+
+  /** A daemon worker thread bound to {@code channel}: one left parked cannot keep the JVM alive. */
+  private static Thread worker(WorkerChannel channel, Runnable body) {
+    return Thread.ofPlatform()
+        .daemon()
+        .start(
+            () -> {
+              channel.bind(Thread.currentThread());
+              body.run();
+            });
   }
 
   /** Waits (bounded) until {@code thread} is parked, so the wake-up under test is needed. */

@@ -8,7 +8,10 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
-/** The small pieces of the worker: its idle strategy, duration texts, the log limiter, the gate. */
+/**
+ * The small pieces of the worker: its idle strategy, duration texts, the log limiter (its channel:
+ * WorkerChannelTest).
+ */
 class WorkerPiecesTest {
   @Test
   void idleParksWhenNothingIsOutstanding() {
@@ -92,70 +95,5 @@ class WorkerPiecesTest {
     assertEquals(RateLimitedLog.BURST, logged);
     assertEquals(RateLimitedLog.BURST, lines.get());
     assertEquals(10_000 - RateLimitedLog.BURST, log.suppressed());
-  }
-
-  @Test
-  void aClosedChannelRefusesOffersAndDrains() {
-    WorkerChannel channel = new WorkerChannel(8);
-    channel.bind(Thread.currentThread());
-    assertTrue(channel.offer("a"));
-    assertFalse(channel.isDrained());
-    channel.close();
-    assertFalse(channel.offer("b"));
-    assertFalse(channel.isDrained());
-    assertEquals("a", channel.poll());
-    assertTrue(channel.isDrained());
-  }
-
-  @Test
-  void aParkedWorkerIsWokenByAnOffer() throws Exception {
-    WorkerChannel channel = new WorkerChannel(8);
-    AtomicInteger seen = new AtomicInteger();
-    // A daemon: if a wake-up is lost it stays parked, and must not keep the JVM alive.
-    Thread worker =
-        Thread.ofPlatform()
-            .daemon()
-            .start(
-                () -> {
-                  channel.bind(Thread.currentThread());
-                  while (seen.get() < 1000) {
-                    if (channel.poll() != null) {
-                      seen.incrementAndGet();
-                    } else if (channel.isDrained()) {
-                      return;
-                    } else {
-                      channel.park();
-                    }
-                  }
-                });
-    // A worker that missed a wake-up parks for good with the channel full: fail, don't spin.
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    for (int i = 0; i < 1000; i++) {
-      while (!channel.offer(i)) {
-        assertTrue(System.nanoTime() < deadline, "the worker stopped taking at " + i);
-        Thread.onSpinWait();
-      }
-      if (i % 100 == 0) {
-        Thread.sleep(1);
-      }
-    }
-    worker.join(10_000);
-    assertEquals(1000, seen.get());
-  }
-
-  @Test
-  void theWorkerOfferingToItselfOnAFullQueueNeverWaits() {
-    WorkerChannel channel = new WorkerChannel(2);
-    channel.bind(Thread.currentThread());
-    // The worker's own completion hook resubmitting while the queue is full: waiting for room
-    // would deadlock, since only this thread makes room.
-    for (int i = 0; i < 10; i++) {
-      assertTrue(channel.offer(i));
-    }
-    for (int i = 0; i < 10; i++) {
-      assertEquals(i, channel.poll());
-    }
-    channel.close();
-    assertTrue(channel.isDrained());
   }
 }
