@@ -113,6 +113,37 @@ class ShmUnderLoadTest {
     Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).start();
     assertTrue(kill.waitFor(10, TimeUnit.SECONDS));
     assertEquals(0, kill.exitValue());
+    if (name.equals("STOP")) {
+      awaitStopped(process.pid());
+    }
+  }
+
+  /**
+   * Waits, at most 10 s, until every thread of the process is stopped: kill(2) returns once the
+   * signal is sent, and a thread running on another core stops a little later, so a transfer
+   * submitted right after the kill could otherwise still be served.
+   */
+  private static void awaitStopped(long pid) throws Exception {
+    java.nio.file.Path tasks = java.nio.file.Path.of("/proc", Long.toString(pid), "task");
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (true) {
+      boolean allStopped = true;
+      try (var threads = java.nio.file.Files.newDirectoryStream(tasks)) {
+        for (java.nio.file.Path thread : threads) {
+          String stat = java.nio.file.Files.readString(thread.resolve("stat"));
+          // The state is the first field after the command name, which is in parentheses.
+          char state = stat.charAt(stat.lastIndexOf(')') + 2);
+          allStopped &= state == 'T' || state == 't';
+        }
+      } catch (java.io.IOException threadEnded) {
+        allStopped = false;
+      }
+      if (allStopped) {
+        return;
+      }
+      assertTrue(System.nanoTime() < deadline, "process " + pid + " not stopped within 10 s");
+      Thread.sleep(1);
+    }
   }
 
   private static FabricService<Buffer> service(Collector<Buffer> completions) {
@@ -251,8 +282,13 @@ class ShmUnderLoadTest {
       int liveFailed = 0;
       String firstLiveFailure = null;
       DmaException leavingError = null;
+      int leavingCompletions = 0;
+      // Each id once: a missing or doubled completion is told apart from a wrong outcome.
+      java.util.TreeMap<Integer, Integer> seen = new java.util.TreeMap<>();
       for (Completion<Buffer> completion : completions.take(1 + writes)) {
+        seen.merge(completion.context().id(), 1, Integer::sum);
         if (completion.context().id() == 3) {
+          leavingCompletions++;
           leavingError = completion.outcome().isDone() ? null : completion.outcome().error();
         } else if (!completion.outcome().isDone()) {
           liveFailed++;
@@ -262,7 +298,9 @@ class ShmUnderLoadTest {
         }
       }
       long tookMillis = (System.nanoTime() - start) / 1_000_000;
+      assertEquals(1 + writes, seen.size(), "completions per id: " + seen);
       assertEquals(0, liveFailed, "the live client's writes failed: " + firstLiveFailure);
+      assertEquals(1, leavingCompletions, "completions per id: " + seen);
       assertTrue(leavingError != null, "the leaving client's write succeeded");
       // Judged as left (DEADLINE, about 1 s after its removal) or, once its process was gone, as
       // gone (PEER_UNREACHABLE, a probe interval after that): whichever the worker saw first.
