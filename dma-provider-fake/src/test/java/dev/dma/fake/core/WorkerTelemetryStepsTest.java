@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
 import dev.dma.api.Completion;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
@@ -178,6 +179,22 @@ class WorkerTelemetryStepsTest {
     assertEquals(50, sum(all, "dma.bytes", outcome("read", "done")));
     assertEquals(2, sum(all, "dma.eagain_stalls", Attributes.empty()));
     assertEquals(0, sum(all, "dma.errors", Attributes.empty()));
+  }
+
+  /** A checksummed write's dma.checksum span, taken on a pool thread, is a child of its wire. */
+  @Test
+  void aChecksummedWritesChecksumSpanIsAChildOfItsWire() throws Exception {
+    start(false, builder -> builder);
+    assertTrue(worker.submit(write(1, 256).withChecksum(Checksum.CRC32C)));
+    Completion<Buffer> done = recorder.take();
+    assertTrue(done.outcome().isDone());
+
+    SpanData wire = spans("dma.wire").getFirst();
+    List<SpanData> checksums = spans("dma.checksum");
+    assertEquals(1, checksums.size());
+    assertEquals(wire.getSpanId(), checksums.getFirst().getParentSpanId());
+    assertEquals(
+        256L, checksums.getFirst().getAttributes().get(AttributeKey.longKey("dma.length")));
   }
 
   /**
