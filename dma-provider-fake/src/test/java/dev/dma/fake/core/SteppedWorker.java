@@ -93,6 +93,18 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
    */
   static <T extends Operands> SteppedWorker<T> start(
       DmaConfiguration configuration, BatchCompleter<T> completer, NanoClock clock) {
+    return start(configuration, completer, clock, Telemetry.OFF);
+  }
+
+  /**
+   * As {@link #start(DmaConfiguration, BatchCompleter, NanoClock)}, recording spans and metrics
+   * into {@code telemetry}.
+   */
+  static <T extends Operands> SteppedWorker<T> start(
+      DmaConfiguration configuration,
+      BatchCompleter<T> completer,
+      NanoClock clock,
+      Telemetry telemetry) {
     FabricProvider provider = FabricProviders.select(configuration);
     DmaConfiguration resolved = FabricProviders.resolve(configuration, provider);
     WorkerChannel channel = new WorkerChannel(1 << 16);
@@ -116,7 +128,7 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
             resolved.progressDeadline(),
             resolved.completionDeadline(),
             address::set,
-            Telemetry.OFF);
+            telemetry);
     return new SteppedWorker<>(
         channel, worker, pool, outstanding, address, resolved.closeTimeout(), counting);
   }
