@@ -296,4 +296,26 @@ class BoundPeerTest {
     assertEquals(
         "Peer[clientId=7, address=0a0bff]", new BoundPeer(7, new byte[] {10, 11, -1}).toString());
   }
+
+  /**
+   * With enough clients vouched for that the arrays could reach {@link PeerTable#DENSE_LIMIT}, an
+   * id of exactly the limit still takes the lookup: the arrays stop there. Every client shares one
+   * address, so this costs the arrays (12 MiB) and one slot a client, not an entry each.
+   */
+  @Test
+  void theArraysStopAtTheDenseLimitHoweverManyClientsAreVouchedFor() {
+    byte[] shared = tcp(9000);
+    int vouched = PeerTable.DENSE_LIMIT / 2;
+    for (int id = 0; id < vouched; id++) {
+      table.advertise(new BoundPeer(id, shared));
+    }
+    assertEquals(1, endpoint.inserted().size());
+    BoundPeer last = new BoundPeer(PeerTable.DENSE_LIMIT - 1, shared);
+    table.advertise(last);
+    assertTrue(table.vouchesFor(last), "the arrays' last index");
+    BoundPeer atTheLimit = new BoundPeer(PeerTable.DENSE_LIMIT, shared);
+    long handle = table.advertise(atTheLimit);
+    assertFalse(table.vouchesFor(atTheLimit));
+    assertEquals(handle, table.handle(PeerTable.DENSE_LIMIT, shared, atTheLimit));
+  }
 }
