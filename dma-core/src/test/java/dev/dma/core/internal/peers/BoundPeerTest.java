@@ -203,4 +203,119 @@ class BoundPeerTest {
     assertFalse(peer.hasAddress(tcp(9001)));
     assertEquals(5, peer.clientId());
   }
+
+  // ------------------------------------------ mutation testing: the vouched-for arrays' bounds
+
+  @Test
+  void aPeerPostedBeforeTheTableVouchesForAnyoneIsLookedUpThenVouchedFor() {
+    BoundPeer zero = new BoundPeer(0, tcp(9000));
+    assertFalse(table.vouchesFor(zero), "nothing vouched for yet");
+    long handle = table.handle(0, tcp(9000), zero);
+    assertTrue(table.vouchesFor(zero), "client 0 is as vouchable as any other");
+    assertEquals(handle, table.handle(0, tcp(9000), zero));
+  }
+
+  @Test
+  void clientZerosPeerIsWithdrawnWhenItsAddressChanges() {
+    BoundPeer zero = new BoundPeer(0, tcp(9000));
+    long old = table.advertise(zero);
+    assertTrue(table.vouchesFor(zero));
+    long moved = table.handle(0, tcp(9001), null);
+    assertNotEquals(old, moved);
+    assertFalse(table.vouchesFor(zero));
+    DmaException stale = assertThrows(DmaException.class, () -> table.handle(0, tcp(9000), zero));
+    assertEquals(DmaException.Reason.BAD_REQUEST, stale.reason());
+  }
+
+  @Test
+  void anIdPastTheArraysIsVouchedForOnlyBelowTwiceTheVouchedCountPlus1024() {
+    BoundPeer edge = new BoundPeer(1024, tcp(9000));
+    long handle = table.advertise(edge);
+    assertFalse(table.vouchesFor(edge), "none vouched for: ids from 1,024 on take the lookup");
+    assertEquals(handle, table.handle(1024, tcp(9000), edge));
+    assertFalse(table.vouchesFor(edge));
+    BoundPeer below = new BoundPeer(1023, tcp(9001));
+    table.advertise(below);
+    assertTrue(table.vouchesFor(below));
+  }
+
+  @Test
+  void aReleasedPeerNoLongerCountsTowardsTheVouchedLimit() {
+    BoundPeer five = new BoundPeer(5, tcp(9005));
+    table.advertise(five);
+    table.release(5);
+    assertFalse(table.vouchesFor(five));
+    // The arrays are 1,024 long now, and nobody is vouched for: 1,024 is past both limits.
+    for (long id : new long[] {1024, 1025}) {
+      BoundPeer past = new BoundPeer(id, tcp(9000));
+      long handle = table.advertise(past);
+      assertFalse(table.vouchesFor(past), "id " + id);
+      assertEquals(handle, table.handle(id, tcp(9000), past));
+    }
+  }
+
+  @Test
+  void theArraysGrowToReachAnIdTheVouchedCountAllows() {
+    for (int id = 0; id < 600; id++) {
+      table.advertise(new BoundPeer(id, tcp(id)));
+    }
+    // 600 vouched for: ids below 2,224 are vouchable, far past the first 1,024 long arrays.
+    BoundPeer far = new BoundPeer(2_200, tcp(9000));
+    long handle = table.advertise(far);
+    assertTrue(table.vouchesFor(far));
+    assertEquals(handle, table.handle(2_200, tcp(9000), far));
+    BoundPeer tooFar = new BoundPeer(4_096, tcp(9001));
+    table.advertise(tooFar);
+    assertFalse(table.vouchesFor(tooFar), "past the arrays and past twice 601 plus 1,024");
+  }
+
+  @Test
+  void warmingIdsOutsideTheArraysReadsNothingOutOfBoundsAndChangesNothing() {
+    BoundPeer zero = new BoundPeer(0, tcp(9000));
+    long handle = table.advertise(zero);
+    long[] ids = {-1, 1_024, 5_000_000, Long.MAX_VALUE, 0, 1_024, -7};
+    boolean[] carriesPeer = {true, true, true, true, true, false, false};
+    table.warm(ids, carriesPeer, ids.length);
+    PeerTable empty = new PeerTable(new RecordingEndpoint());
+    empty.warm(ids, carriesPeer, ids.length);
+    empty.warm(new long[] {0}, new boolean[] {true}, 1);
+    assertTrue(table.vouchesFor(zero));
+    assertEquals(handle, table.handle(0, tcp(9000), zero));
+    assertEquals(1, endpoint.inserted().size());
+  }
+
+  @Test
+  void vouchesForAnIdPastTheArraysIsFalse() {
+    assertFalse(table.vouchesFor(new BoundPeer(0, tcp(9000))), "empty arrays");
+    table.advertise(new BoundPeer(1, tcp(9001)));
+    assertFalse(table.vouchesFor(new BoundPeer(1024, tcp(9000))), "the arrays' length");
+  }
+
+  @Test
+  void aPeerSaysItsClientAndAddress() {
+    assertEquals(
+        "Peer[clientId=7, address=0a0bff]", new BoundPeer(7, new byte[] {10, 11, -1}).toString());
+  }
+
+  /**
+   * With enough clients vouched for that the arrays could reach {@link PeerTable#DENSE_LIMIT}, an
+   * id of exactly the limit still takes the lookup: the arrays stop there. Every client shares one
+   * address, so this costs the arrays (12 MiB) and one slot a client, not an entry each.
+   */
+  @Test
+  void theArraysStopAtTheDenseLimitHoweverManyClientsAreVouchedFor() {
+    byte[] shared = tcp(9000);
+    int vouched = PeerTable.DENSE_LIMIT / 2;
+    for (int id = 0; id < vouched; id++) {
+      table.advertise(new BoundPeer(id, shared));
+    }
+    assertEquals(1, endpoint.inserted().size());
+    BoundPeer last = new BoundPeer(PeerTable.DENSE_LIMIT - 1, shared);
+    table.advertise(last);
+    assertTrue(table.vouchesFor(last), "the arrays' last index");
+    BoundPeer atTheLimit = new BoundPeer(PeerTable.DENSE_LIMIT, shared);
+    long handle = table.advertise(atTheLimit);
+    assertFalse(table.vouchesFor(atTheLimit));
+    assertEquals(handle, table.handle(PeerTable.DENSE_LIMIT, shared, atTheLimit));
+  }
 }

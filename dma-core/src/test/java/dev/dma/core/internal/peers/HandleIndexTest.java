@@ -2,8 +2,10 @@ package dev.dma.core.internal.peers;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.dma.core.internal.LongObjectMap;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -153,5 +155,97 @@ class HandleIndexTest {
     assertEquals(-1, lookUp(index, Long.MIN_VALUE, Arrays.copyOf(address, 31)));
     assertEquals(-1, lookUp(index, Long.MIN_VALUE, Arrays.copyOf(address, 33)));
     assertEquals(9, lookUp(index, Long.MIN_VALUE, address.clone()));
+  }
+
+  // ------------------------------------------ mutation testing: probe runs across the array's end
+
+  /**
+   * The first client id from {@code from} on whose hash has {@code low} as its low 16 bits: its
+   * home is the last slot ({@code 0xffff}) or the first ({@code 0}) of any table up to 65,536
+   * slots.
+   */
+  private static long idWithHashBits(int low, long from) {
+    for (long id = from; ; id++) {
+      if ((LongObjectMap.hash(id) & 0xffff) == low) {
+        return id;
+      }
+    }
+  }
+
+  /** A 16-byte address (compact) or a 24-byte one (wide), with {@code tag} in it. */
+  private static byte[] address(boolean wide, int tag) {
+    byte[] address = new byte[wide ? 24 : 16];
+    address[0] = (byte) tag;
+    address[address.length - 1] = (byte) (tag + 1);
+    return address;
+  }
+
+  /**
+   * A removal from the last slot closes the gap with the slots after the wrap: a client there that
+   * wrapped from the last slot moves back into it, and a client at its own home (slot 0) stays.
+   */
+  @Test
+  void removingFromTheLastSlotKeepsTheClientsPastTheWrapFindable() {
+    long last = idWithHashBits(0xffff, 0);
+    long alsoLast = idWithHashBits(0xffff, last + 1);
+    long first = idWithHashBits(0, 0);
+    for (boolean wide : new boolean[] {false, true}) {
+      HandleIndex wrapped = new HandleIndex();
+      wrapped.put(last, 1, address(wide, 1));
+      wrapped.put(alsoLast, 2, address(wide, 2)); // its home is taken: it wraps to slot 0
+      assertEquals(!wide, wrapped.compact());
+      wrapped.remove(last);
+      assertEquals(2, lookUp(wrapped, alsoLast, address(wide, 2)), "wide " + wide);
+      assertEquals(-1, lookUp(wrapped, last, address(wide, 1)));
+      assertEquals(1, wrapped.size());
+
+      HandleIndex atHome = new HandleIndex();
+      atHome.put(last, 1, address(wide, 1));
+      atHome.put(first, 3, address(wide, 3));
+      atHome.remove(last);
+      assertEquals(3, lookUp(atHome, first, address(wide, 3)), "wide " + wide);
+      assertEquals(1, atHome.size());
+    }
+  }
+
+  /**
+   * {@code touch} reads the word that marks a client's first slot taken: zero while it is free, not
+   * zero once the client is there, whatever the slot and the layout.
+   */
+  @Test
+  void touchReadsTheTakenMarkOfTheClientsFirstSlot() {
+    for (boolean wide : new boolean[] {false, true}) {
+      for (int home : new int[] {0, 1, 2, 3, 7, 0xffff}) {
+        long id = idWithHashBits(home, 0);
+        HandleIndex index = new HandleIndex();
+        if (wide) {
+          index.put(id + 1_000_000_007L, 5, new byte[HandleIndex.MAX_ADDRESS]);
+          index.remove(id + 1_000_000_007L);
+        }
+        assertEquals(!wide, index.compact());
+        assertEquals(0, index.touch(id), "free, home " + home + ", wide " + wide);
+        index.put(id, 9, address(wide, home));
+        assertNotEquals(0, index.touch(id), "taken, home " + home + ", wide " + wide);
+      }
+    }
+  }
+
+  @Test
+  void clearForgetsEveryClient() {
+    for (boolean wide : new boolean[] {false, true}) {
+      HandleIndex index = new HandleIndex();
+      for (int c = 0; c < 20; c++) {
+        index.put(c, 100 + c, address(wide, c));
+      }
+      index.clear();
+      assertEquals(0, index.size());
+      for (int c = 0; c < 20; c++) {
+        assertEquals(-1, lookUp(index, c, address(wide, c)), "client " + c);
+        assertEquals(0, index.touch(c));
+      }
+      index.put(4, 44, address(wide, 4));
+      assertEquals(44, lookUp(index, 4, address(wide, 4)));
+      assertEquals(1, index.size());
+    }
   }
 }

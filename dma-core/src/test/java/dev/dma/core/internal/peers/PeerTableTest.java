@@ -530,4 +530,250 @@ class PeerTableTest {
     assertThrows(DmaException.class, () -> table.handle(1, tcp(9000), null));
     table.handle(1, tcp(9001), null);
   }
+
+  // ------------------------------------------ mutation testing: outcomes no case above pinned
+
+  /** Inserts a peer no test case uses, so the handles a case then gets are never 0. */
+  private void insertAnUnrelatedPeerFirst() {
+    table.handle(99, tcp(1), null);
+  }
+
+  @Test
+  @Timeout(10)
+  void anAddressTooLongForTheIndexIsFoundThroughTheClientsEntry() {
+    insertAnUnrelatedPeerFirst();
+    byte[] longAddress = new byte[HandleIndex.MAX_ADDRESS + 8];
+    longAddress[0] = 7;
+    long handle = table.handle(1, longAddress, null);
+    assertNotEquals(0, handle);
+    assertEquals(handle, table.handle(1, longAddress.clone(), null));
+    assertEquals(handle, table.handle(1, longAddress, null));
+    assertEquals(2, endpoint.inserted().size());
+  }
+
+  @Test
+  @Timeout(10)
+  void isCurrentOrUnknownIsFalseOnlyForAnotherAddressOfAClientHoldingOne() {
+    assertTrue(table.isCurrentOrUnknown(1, tcp(9000)), "a client never seen");
+    table.handle(1, tcp(9000), null);
+    assertTrue(table.isCurrentOrUnknown(1, tcp(9000)), "its current address");
+    assertFalse(table.isCurrentOrUnknown(1, tcp(9001)), "another address");
+    table.release(1);
+    assertTrue(table.isCurrentOrUnknown(1, tcp(9001)), "a released client holds nothing");
+  }
+
+  @Test
+  @Timeout(10)
+  void advertisingTheCurrentAddressAgainReturnsItsHandle() {
+    insertAnUnrelatedPeerFirst();
+    long handle = table.advertise(new BoundPeer(1, tcp(9000)));
+    assertNotEquals(0, handle);
+    assertEquals(handle, table.advertise(new BoundPeer(1, tcp(9000))));
+    assertEquals(2, endpoint.inserted().size());
+    assertEquals(1, table.holders(1));
+  }
+
+  /**
+   * Client 1 moves onto an address client 2 holds: the index must now give client 1 only that
+   * entry, so its old address, which left the vector, fails as stale rather than returning the
+   * removed handle.
+   */
+  @Test
+  @Timeout(10)
+  void movingOntoAnotherClientsEntryMakesTheOldAddressStale() {
+    long old = table.handle(1, tcp(9000), null);
+    long shared = table.handle(2, tcp(9001), null);
+    assertEquals(shared, table.handle(1, tcp(9001), null));
+    assertEquals(List.of(old), endpoint.removed());
+    DmaException stale = assertThrows(DmaException.class, () -> table.handle(1, tcp(9000), null));
+    assertEquals(DmaException.Reason.BAD_REQUEST, stale.reason());
+    assertEquals(shared, table.handle(1, tcp(9001), null));
+  }
+
+  @Test
+  @Timeout(10)
+  void advertisingBackOntoASharedEntryForgetsThatAddressAsPrevious() {
+    table.handle(1, tcp(9000), null);
+    table.handle(2, tcp(9000), null);
+    table.handle(1, tcp(9001), null);
+    assertTrue(table.isPreviousAddress(1, tcp(9000)));
+    table.advertise(new BoundPeer(1, tcp(9000))); // shares client 2's live entry
+    assertFalse(table.isPreviousAddress(1, tcp(9000)), "its current address is not a past one");
+    assertTrue(table.isPreviousAddress(1, tcp(9001)));
+    assertEquals(2, table.holders(2));
+  }
+
+  @Test
+  @Timeout(10)
+  void theLastFourAddressesAreRememberedAsPrevious() {
+    for (int port = 9000; port <= 9004; port++) {
+      table.handle(1, tcp(port), null);
+    }
+    for (int port = 9000; port <= 9003; port++) {
+      assertTrue(table.isPreviousAddress(1, tcp(port)), "port " + port);
+      int moved = port;
+      assertThrows(DmaException.class, () -> table.handle(1, tcp(moved), null));
+    }
+    assertFalse(table.isPreviousAddress(1, tcp(9004)), "the current one");
+    table.handle(1, tcp(9005), null);
+    assertFalse(table.isPreviousAddress(1, tcp(9000)), "a fifth one back is forgotten");
+  }
+
+  @Test
+  @Timeout(10)
+  void aNewIncarnationOfASlotNobodyHoldsIsNoEviction() {
+    endpoint.efa = true;
+    table.handle(1, efa(7, 1), null);
+    table.release(1);
+    table.handle(2, efa(7, 2), null);
+    assertEquals(0, table.evictions());
+    assertEquals(List.of(), warnings);
+    // The released incarnation is still older than the one now known.
+    DmaException stale = assertThrows(DmaException.class, () -> table.handle(3, efa(7, 1), null));
+    assertEquals(DmaException.Reason.BAD_REQUEST, stale.reason());
+  }
+
+  /** Two opaque addresses whose {@code Arrays.hashCode} is equal are still two peers. */
+  @Test
+  @Timeout(10)
+  void addressesWithEqualHashCodesAreDifferentPeers() {
+    byte[] one = {0, 31};
+    byte[] two = {1, 0};
+    assertEquals(Arrays.hashCode(one), Arrays.hashCode(two));
+    long first = table.handle(1, one, null);
+    long second = table.handle(2, two, null);
+    assertNotEquals(first, second);
+    assertEquals(2, table.entries());
+    assertEquals(1, table.holders(1));
+    assertEquals(0, table.evictions());
+  }
+
+  /**
+   * Three busy clients leave an entry in turn; it waits for every one of them, not only the first,
+   * before it leaves the vector.
+   */
+  @Test
+  @Timeout(10)
+  void aRetiredEntryWaitsForEachOfSeveralLingeringClients() {
+    java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L, 2L, 3L));
+    table.deferRemovalWhile(busy::contains);
+    long shared = table.handle(1, tcp(9000), null);
+    for (long client = 2; client <= 4; client++) {
+      table.handle(client, tcp(9000), null);
+    }
+    table.handle(1, tcp(9001), null);
+    table.handle(2, tcp(9002), null);
+    table.handle(3, tcp(9003), null);
+    table.release(4);
+    assertTrue(table.hasRetired());
+    for (long done = 1; done <= 2; done++) {
+      busy.remove(done);
+      table.removeRetired();
+      assertFalse(endpoint.removed().contains(shared), "client " + (done + 1) + " still busy");
+    }
+    busy.clear();
+    table.removeRetired();
+    assertEquals(List.of(shared), endpoint.removed());
+    assertFalse(table.hasRetired());
+  }
+
+  @Test
+  @Timeout(10)
+  void afterAResetADeadClientsNextTransferInsertsItsAddressAfresh() {
+    table.handle(1, tcp(9000), null);
+    long dead = table.handle(3, tcp(9003), null);
+    endpoint.reset();
+    assertEquals(1, table.reinsertAfterReset(clientId -> clientId != 3));
+    long fresh = table.handle(3, tcp(9003), null);
+    assertNotEquals(dead, fresh, "a handle of the old vector");
+    assertTrue(endpoint.isLivePeer(fresh));
+    assertEquals(4, endpoint.inserted().size());
+  }
+
+  @Test
+  @Timeout(10)
+  void afterAResetADeadClientsVouchedPeerTakesTheLookup() {
+    BoundPeer peer = new BoundPeer(3, tcp(9003));
+    long dead = table.advertise(peer);
+    table.handle(1, tcp(9000), null);
+    endpoint.reset();
+    table.reinsertAfterReset(clientId -> clientId != 3);
+    assertFalse(table.vouchesFor(peer));
+    long fresh = table.handle(3, tcp(9003), peer);
+    assertNotEquals(dead, fresh, "a handle of the old vector");
+    assertTrue(endpoint.isLivePeer(fresh));
+  }
+
+  @Test
+  @Timeout(10)
+  void aResetForgetsRetiredEntriesWithTheOldVector() {
+    java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
+    table.deferRemovalWhile(busy::contains);
+    table.handle(1, tcp(9000), null);
+    table.handle(1, tcp(9001), null);
+    assertTrue(table.hasRetired());
+    endpoint.reset();
+    assertEquals(1, table.reinsertAfterReset(clientId -> true));
+    assertFalse(table.hasRetired());
+    busy.clear();
+    table.removeRetired();
+    assertEquals(
+        List.of(), endpoint.removed(), "the old vector's entry is not removed from the new");
+  }
+
+  @Test
+  @Timeout(10)
+  void aSlotsOlderIncarnationsStayStaleAcrossAReset() {
+    endpoint.efa = true;
+    table.handle(1, efa(7, 1), null);
+    long live = table.handle(2, efa(7, 2), null); // evicts client 1's incarnation
+    endpoint.reset();
+    assertEquals(1, table.reinsertAfterReset(clientId -> true));
+    DmaException stale = assertThrows(DmaException.class, () -> table.handle(1, efa(7, 1), null));
+    assertTrue(stale.getMessage().contains("older incarnation"), stale.getMessage());
+    long again = table.handle(2, efa(7, 2), null);
+    assertNotEquals(live, again);
+    assertEquals(again, table.handle(1, efa(7, 2), null));
+  }
+
+  @Test
+  @Timeout(10)
+  void aFailedReinsertAfterAResetIsLoggedAndLeavesTheClientHoldingNothing() {
+    table.handle(1, tcp(9000), null);
+    table.handle(2, tcp(9002), null);
+    endpoint.reset();
+    endpoint.insertFailure = new IllegalStateException("no room");
+    assertEquals(0, table.reinsertAfterReset(clientId -> true));
+    assertEquals(0, table.holders(1));
+    assertEquals(0, table.clients());
+    assertEquals(2, warnings.size(), () -> "warnings: " + warnings);
+    assertTrue(
+        warnings.contains(
+            "re-inserting client 1 after an endpoint reset failed: java.lang.IllegalStateException:"
+                + " no room"),
+        () -> "warnings: " + warnings);
+    endpoint.insertFailure = null;
+    table.handle(1, tcp(9000), null);
+    assertEquals(1, table.holders(1));
+  }
+
+  @Test
+  @Timeout(10)
+  void clearForgetsRetiredEntriesPreviousAddressesAndTheIndex() {
+    java.util.Set<Long> busy = new java.util.HashSet<>(List.of(1L));
+    table.deferRemovalWhile(busy::contains);
+    long first = table.handle(1, tcp(9000), null);
+    long second = table.handle(1, tcp(9001), null);
+    assertTrue(table.hasRetired());
+    table.clear();
+    assertFalse(table.hasRetired());
+    assertFalse(table.isPreviousAddress(1, tcp(9000)));
+    busy.clear();
+    table.removeRetired();
+    assertEquals(List.of(), endpoint.removed());
+    long again = table.handle(1, tcp(9001), null);
+    assertNotEquals(second, again, "looked up afresh, not found in the index");
+    assertNotEquals(first, again);
+    assertEquals(3, endpoint.inserted().size());
+  }
 }

@@ -6,6 +6,7 @@ import static dev.dma.core.internal.regions.Contexts.span;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -16,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** The pinned-bytes bound and its least-recently-used eviction of idle cached spans. */
 class PinnedBytesBoundTest {
@@ -238,6 +240,90 @@ class PinnedBytesBoundTest {
     regions.close();
     assertEquals(0, endpoint.liveRegistrations());
     assertEquals(endpoint.registerCalls(), endpoint.deregisterCalls());
+    assertEquals(List.of(), endpoint.faults());
+  }
+
+  // ------------------------------------------ mutation testing: exactly at the bound
+
+  /** A region of exactly the bound fits once an idle span of exactly the excess is evicted. */
+  @Test
+  @Timeout(10)
+  void aRegionOfExactlyTheBoundEvictsAnIdleSpanOfExactlyTheExcess() {
+    LocalRegions regions = LocalRegions.withExactBound(endpoint, registry, 2 * SPAN);
+    Registration idle = leaseSpan(regions, 0);
+    idle.release();
+    assertEquals(SPAN, regions.pinnedBytes());
+    regions.pin(spanBase(4), 2 * SPAN);
+    assertEquals(1, regions.evictions());
+    assertFalse(endpoint.isLive(idle.handle()));
+    assertEquals(2 * SPAN, regions.pinnedBytes());
+    regions.close();
+    assertEquals(List.of(), endpoint.faults());
+  }
+
+  /**
+   * A region of exactly the bound that cannot fit while another region is pinned is a full bound
+   * (PROVIDER), not a request longer than the bound (BAD_REQUEST); the message counts what it would
+   * pin.
+   */
+  @Test
+  @Timeout(10)
+  void aRegionOfExactlyTheBoundBehindAPinnedOneIsAFullBoundNotABadRequest() {
+    LocalRegions regions = LocalRegions.withExactBound(endpoint, registry, 2 * SPAN);
+    regions.pin(spanBase(0), SPAN);
+    DmaException full = assertThrows(DmaException.class, () -> regions.pin(spanBase(2), 2 * SPAN));
+    assertEquals(DmaException.Reason.PROVIDER, full.reason());
+    assertTrue(
+        full.getMessage().startsWith("registering " + 2 * SPAN + " bytes would pin " + 3 * SPAN),
+        full.getMessage());
+    DmaException tooLong =
+        assertThrows(DmaException.class, () -> regions.pin(spanBase(2), 2 * SPAN + 1));
+    assertEquals(DmaException.Reason.BAD_REQUEST, tooLong.reason());
+    assertEquals(SPAN, regions.pinnedBytes());
+    regions.close();
+    assertEquals(List.of(), endpoint.faults());
+  }
+
+  /**
+   * An operand that fits only once every idle span is gone, exactly: it is registered (evicting
+   * them), not answered with "no room yet".
+   */
+  @Test
+  @Timeout(10)
+  void anOperandThatFitsExactlyOnceTheIdleSpansAreEvictedIsRegistered() {
+    LocalRegions regions = LocalRegions.withExactBound(endpoint, registry, 2 * SPAN);
+    Registration idle = leaseSpan(regions, 0);
+    idle.release();
+    Registration held = leaseSpan(regions, 1);
+    assertEquals(2 * SPAN, regions.pinnedBytes());
+    Registration operand = regions.lease(spanBase(2), SPAN, NO_SPAN);
+    assertNotSame(regions.noRoomYet(), operand);
+    assertEquals(spanBase(2), operand.base());
+    assertEquals(1, regions.evictions());
+    assertEquals(2 * SPAN, regions.pinnedBytes());
+    operand.release();
+    held.release();
+    regions.close();
+    assertEquals(List.of(), endpoint.faults());
+  }
+
+  /**
+   * An operand of exactly the bound while a held span fills part of it waits for room (no room
+   * yet), as any operand within the bound does; only a longer one fails at once.
+   */
+  @Test
+  @Timeout(10)
+  void anOperandOfExactlyTheBoundWaitsForRoomRatherThanFailing() {
+    LocalRegions regions = LocalRegions.withExactBound(endpoint, registry, 2 * SPAN);
+    Registration held = leaseSpan(regions, 0);
+    int registered = endpoint.registerCalls();
+    assertSame(regions.noRoomYet(), regions.lease(spanBase(2), 2 * SPAN, NEVER_ASKED));
+    assertEquals(registered, endpoint.registerCalls());
+    held.release();
+    Registration operand = regions.lease(spanBase(2), 2 * SPAN, NO_SPAN);
+    assertEquals(2 * SPAN, operand.lengthBytes());
+    operand.release();
+    regions.close();
     assertEquals(List.of(), endpoint.faults());
   }
 }

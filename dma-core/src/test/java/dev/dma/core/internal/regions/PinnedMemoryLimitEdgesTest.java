@@ -39,4 +39,13 @@ class PinnedMemoryLimitEdgesTest {
     assertEquals(Long.MAX_VALUE, PinnedMemoryLimit.bound(0, null, null));
     assertEquals(4096, PinnedMemoryLimit.bound(4096, null, null));
   }
+
+  @Test
+  void aMemlockLimitOfZeroIsNoBoundNotABoundOfZero() {
+    String zero = "Max locked memory 0 0 bytes\n";
+    assertEquals(0, PinnedMemoryLimit.memlockSoftLimit(zero));
+    assertEquals(Long.MAX_VALUE, PinnedMemoryLimit.bound(0, zero, null));
+    assertEquals(4096, PinnedMemoryLimit.bound(4096, zero, null));
+    assertEquals(1, PinnedMemoryLimit.bound(0, "Max locked memory 1 1 bytes\n", null));
+  }
 }

@@ -47,6 +47,15 @@ public final class RecordingEndpoint implements FabricEndpoint {
   /** What {@link #removePeer} returns. */
   public volatile int removePeerCode;
 
+  /** Thrown by {@link #descriptor} when set, after the handle it was asked for was registered. */
+  public volatile RuntimeException descriptorFailure;
+
+  /** Thrown by {@link #deregister} when set, after the registration was closed. */
+  public volatile RuntimeException deregisterFailure;
+
+  /** Thrown by {@link #insertPeer} when set, as a provider's refused insert would be. */
+  public volatile RuntimeException insertFailure;
+
   private final AtomicLong nextRegistration = new AtomicLong(1);
   private final Map<Long, long[]> liveRegistrations = new ConcurrentHashMap<>();
   private final AtomicLong liveBytes = new AtomicLong();
@@ -94,6 +103,10 @@ public final class RecordingEndpoint implements FabricEndpoint {
 
   @Override
   public long descriptor(long registration) {
+    RuntimeException failure = descriptorFailure;
+    if (failure != null) {
+      throw failure;
+    }
     if (!liveRegistrations.containsKey(registration)) {
       faults.add("descriptor of closed registration " + registration);
     }
@@ -113,6 +126,10 @@ public final class RecordingEndpoint implements FabricEndpoint {
       faults.add("deregistered " + registration + " twice, or one never registered");
     } else {
       liveBytes.addAndGet(-range[1]);
+    }
+    RuntimeException failure = deregisterFailure;
+    if (failure != null) {
+      throw failure;
     }
   }
 
@@ -177,6 +194,10 @@ public final class RecordingEndpoint implements FabricEndpoint {
 
   @Override
   public long insertPeer(byte[] address) {
+    RuntimeException failure = insertFailure;
+    if (failure != null) {
+      throw failure;
+    }
     long handle = nextPeer++;
     livePeers.put(handle, address.clone());
     inserted.add(address.clone());

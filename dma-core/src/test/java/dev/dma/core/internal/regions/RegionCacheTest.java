@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The crate's {@code region_cache} tests, over a recording endpoint instead of a real tcp domain
@@ -384,5 +385,94 @@ class RegionCacheTest {
     mine.release();
     theirs.release();
     otherRegions.close();
+  }
+
+  // ------------------------------------------ mutation testing: the range checks' edges
+
+  @Test
+  @Timeout(10)
+  void addressZeroIsAnOperandAndARegionLikeAnyOther() {
+    Registration operand = regions.lease(0, 4 * KIB, NO_SPAN);
+    assertEquals(0, operand.base());
+    assertEquals(4 * KIB, operand.end());
+    operand.release();
+    regions.pin(0, 64 * KIB);
+    assertEquals(1, registry.size(regions));
+    assertEquals(2, endpoint.registerCalls());
+  }
+
+  @Test
+  @Timeout(10)
+  void anEmptyRegionIsRefusedBeforeTheEndpointIsAsked() {
+    DmaException refused = assertThrows(DmaException.class, () -> regions.pin(BASE, 0));
+    assertEquals("cannot register 0 bytes", refused.getMessage());
+    assertEquals(DmaException.Reason.BAD_REQUEST, refused.reason());
+    assertEquals(0, endpoint.registerCalls());
+    assertEquals(0, registry.size(regions));
+  }
+
+  /** The widened span fails to register, and the operand it would have covered is empty. */
+  @Test
+  @Timeout(10)
+  void anEmptyOperandWhoseSpanCannotRegisterIsRefused() {
+    endpoint.failRegistrationsLongerThan = 4 * KIB;
+    DmaException refused =
+        assertThrows(DmaException.class, () -> regions.lease(BASE, 0, span(BASE, BASE + 8 * KIB)));
+    assertEquals("cannot register 0 bytes", refused.getMessage());
+    assertEquals(1, endpoint.registerCalls(), "only the widened span was tried");
+    assertEquals(0, endpoint.liveRegistrations());
+  }
+
+  @Test
+  @Timeout(10)
+  void requiredIsWhatTheEndpointSays() {
+    assertTrue(regions.required());
+  }
+
+  /**
+   * A registration that throws leaves no claim open: an invalidate that runs while the next one
+   * registers (here from inside the endpoint's register) finds only that one's claim, and ends.
+   * Times out on a separate thread, since a claim list that loops spins under the registry's lock.
+   */
+  @Test
+  @Timeout(value = 10, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aFailedRegistrationLeavesNoClaimOpenForTheNextInvalidateToLoopOn() {
+    long second = BASE + 64 * KIB;
+    endpoint.failRegistrationsLongerThan = 2 * KIB;
+    assertThrows(
+        DmaException.class, () -> regions.lease(BASE, 4 * KIB, span(BASE, BASE + 8 * KIB)));
+    assertThrows(DmaException.class, () -> regions.pin(BASE + 16 * KIB, 4 * KIB));
+    endpoint.failRegistrationsLongerThan = Long.MAX_VALUE;
+    AtomicLong invalidatesRun = new AtomicLong();
+    endpoint.beforeRegister =
+        () -> {
+          // An unrelated range: only the walk over the open claims matters here.
+          registry.invalidate(BASE + 1024 * KIB, BASE + 2048 * KIB);
+          invalidatesRun.incrementAndGet();
+        };
+    Registration leased = regions.lease(second, 4 * KIB, span(second, second + 8 * KIB));
+    regions.pin(second + 16 * KIB, 4 * KIB);
+    endpoint.beforeRegister = null;
+    assertEquals(2, invalidatesRun.get());
+    assertEquals(second, leased.base());
+    assertEquals(2, registry.size(regions), "the span and the region, both tracked");
+    leased.release();
+  }
+
+  /** A span that starts before the operand, or ends after it, is registered whole. */
+  @Test
+  @Timeout(10)
+  void aSpanDifferingFromTheOperandAtEitherEndIsRegisteredWhole() {
+    Registration endsTogether = regions.lease(BASE + 4 * KIB, 4 * KIB, span(BASE, BASE + 8 * KIB));
+    assertEquals(BASE, endsTogether.base());
+    assertEquals(8 * KIB, endsTogether.lengthBytes());
+    long other = BASE + 64 * KIB;
+    Registration startsTogether = regions.lease(other, 4 * KIB, span(other, other + 8 * KIB));
+    assertEquals(other, startsTogether.base());
+    assertEquals(8 * KIB, startsTogether.lengthBytes());
+    assertSame(endsTogether, regions.lease(BASE, 4 * KIB, NEVER_ASKED), "the span's start hits");
+    endsTogether.release();
+    endsTogether.release();
+    startsTogether.release();
   }
 }

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** The registry's own rules, and a registration's lease counting. */
 class RegionRegistryTest {
@@ -211,5 +212,21 @@ class RegionRegistryTest {
   void theGlobalRegistryIsOne() {
     assertNotNull(RegionRegistry.global());
     assertSame(RegionRegistry.global(), RegionRegistry.global());
+  }
+
+  /** A chunk holding exactly its capacity is a sound layout, and the next entry splits it. */
+  @Test
+  @Timeout(10)
+  void aFullChunkIsASoundLayoutAndTheNextEntrySplitsIt() {
+    int chunk = RegionRegistry.DomainMap.CHUNK;
+    for (int i = 0; i < chunk; i++) {
+      track(100_000 + i * 1000L, 100_000 + i * 1000L + 100);
+    }
+    assertEquals(1, registry.chunkCount(domain));
+    assertNull(registry.layoutFault(domain));
+    track(100_000 + chunk * 1000L, 100_000 + chunk * 1000L + 100);
+    assertEquals(2, registry.chunkCount(domain));
+    assertNull(registry.layoutFault(domain));
+    assertEquals(chunk + 1, registry.size(domain));
   }
 }
