@@ -194,7 +194,8 @@ class ChecksumBatchTest {
     Hook hook = new Hook();
     hook.toThrow.add(new AssertionError("test: the completer's own assertion"));
     hook.toThrow.add(new IllegalArgumentException("test: a completer bug"));
-    hook.toThrow.add(new StackOverflowError("test: the completer recursed"));
+    StackOverflowError overflow = new StackOverflowError("test: the completer recursed");
+    hook.toThrow.add(overflow);
     ChecksumBatch<String> checksums = new ChecksumBatch<>(pool, hook, telemetry);
     List<String> delivered = new ArrayList<>();
     for (int round = 0; round < 4; round++) {
@@ -207,6 +208,12 @@ class ChecksumBatchTest {
       }
     }
     assertEquals(List.of("a0", "b0", "a1", "b1", "a2", "b2", "a3", "b3"), delivered);
+    // A fatal error from the completer reaches the pool (which logs it as fatal) once the batch
+    // was delivered; the two before it were the completer's own and stayed in the job.
+    waitForPoolRecord(overflow);
+    assertTrue(
+        poolRecords.stream().noneMatch(r -> r.getThrown() != overflow && r.getThrown() != null),
+        "the pool was handed a non-fatal completer failure");
     // Never handed over again: a completer that threw may have taken any prefix of its batch.
     assertEquals(null, hook.batches.poll(200, TimeUnit.MILLISECONDS));
   }

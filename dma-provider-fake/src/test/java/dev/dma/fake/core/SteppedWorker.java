@@ -12,6 +12,7 @@ import dev.dma.core.internal.Commands;
 import dev.dma.core.internal.FabricWorker;
 import dev.dma.core.internal.Reply;
 import dev.dma.core.internal.Telemetry;
+import dev.dma.core.internal.Traced;
 import dev.dma.core.internal.WorkerAccounting;
 import dev.dma.core.internal.WorkerChannel;
 import dev.dma.core.internal.peers.BoundPeer;
@@ -24,6 +25,7 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
+import java.util.function.UnaryOperator;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -93,7 +95,7 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
    */
   static <T extends Operands> SteppedWorker<T> start(
       DmaConfiguration configuration, BatchCompleter<T> completer, NanoClock clock) {
-    return start(configuration, completer, clock, Telemetry.OFF);
+    return start(configuration, completer, clock, Telemetry.OFF, UnaryOperator.identity());
   }
 
   /**
@@ -105,11 +107,34 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
       BatchCompleter<T> completer,
       NanoClock clock,
       Telemetry telemetry) {
+    return start(configuration, completer, clock, telemetry, UnaryOperator.identity());
+  }
+
+  /**
+   * A worker as {@link #start(DmaConfiguration, BatchCompleter, NanoClock)} makes one, over the
+   * endpoint the provider opens as {@code wrap} returns it: a test's wrapper may make the endpoint
+   * do what the fake cannot be scripted to (report a slot that holds nothing, fail its close).
+   */
+  static <T extends Operands> SteppedWorker<T> start(
+      DmaConfiguration configuration,
+      BatchCompleter<T> completer,
+      NanoClock clock,
+      UnaryOperator<FabricEndpoint> wrap) {
+    return start(configuration, completer, clock, Telemetry.OFF, wrap);
+  }
+
+  /** The general form of the ones above: with {@code telemetry}, over {@code wrap}'s endpoint. */
+  static <T extends Operands> SteppedWorker<T> start(
+      DmaConfiguration configuration,
+      BatchCompleter<T> completer,
+      NanoClock clock,
+      Telemetry telemetry,
+      UnaryOperator<FabricEndpoint> wrap) {
     FabricProvider provider = FabricProviders.select(configuration);
     DmaConfiguration resolved = FabricProviders.resolve(configuration, provider);
     WorkerChannel channel = new WorkerChannel(1 << 16);
     channel.bind(Thread.currentThread());
-    FabricEndpoint endpoint = provider.open(resolved);
+    FabricEndpoint endpoint = wrap.apply(provider.open(resolved));
     AtomicReference<byte[]> address = new AtomicReference<>(endpoint.localAddress());
     ChecksumPool pool = new ChecksumPool(resolved.crcPoolThreads(), resolved.closeTimeout());
     AtomicLong outstanding = new AtomicLong();
@@ -225,6 +250,44 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
     }
     outstanding.decrementAndGet();
     return false;
+  }
+
+  /**
+   * Puts {@code message} (a transfer, a {@code Traced} one or a command) on the worker's channel
+   * without stepping, counting a transfer as {@link #submit} does: it waits there until a step
+   * takes it in, or a shut-down finds it.
+   *
+   * @return whether the channel took it
+   */
+  boolean offer(Object message) {
+    boolean transfer = message instanceof TransferRequest<?> || message instanceof Traced;
+    if (transfer) {
+      outstanding.incrementAndGet();
+    }
+    if (channel.offer(message)) {
+      return true;
+    }
+    if (transfer) {
+      outstanding.decrementAndGet();
+    }
+    return false;
+  }
+
+  /**
+   * Shuts the worker down at once with {@code failure} as its cause, as {@code FabricWorker.run}
+   * does when a pass throws: no further step, whatever the worker holds or its channel still has
+   * fails; then the checksum pool is closed. Later steps and {@link #close()} do nothing.
+   */
+  void shutDownNow(Throwable failure) {
+    if (shutDown) {
+      return;
+    }
+    shutDown = true;
+    try {
+      worker.shutDown(failure);
+    } finally {
+      pool.close();
+    }
   }
 
   /** Adds a client's peer as {@code FabricService.addPeer} does; the reply comes with a step. */

@@ -1,19 +1,32 @@
 package dev.dma.fake.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.Advertisement;
+import dev.dma.api.Checksum;
+import dev.dma.api.Checksums;
 import dev.dma.api.Completion;
 import dev.dma.api.DmaConfiguration;
+import dev.dma.api.DmaException;
 import dev.dma.api.RemoteAccess;
 import dev.dma.api.TransferRequest;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
+import dev.dma.spi.CompletionSink;
+import dev.dma.spi.FabricEndpoint;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -21,8 +34,10 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Worker behaviours pinned pass by pass on the stepped harness ({@link SteppedWorker}), each found
- * unpinned by mutation testing (docs/mutation.md): when a full batch goes out, and when a client's
- * peer leaves the address vector.
+ * unpinned by mutation testing (docs/mutation.md): when a full batch goes out, when a client's peer
+ * leaves the address vector, that a completion for a slot holding no operation is ignored, how a
+ * client's own transfers in flight and the reap that leaves nothing in flight decide when a refused
+ * post fails, and what a pass counts as work.
  */
 @Timeout(60)
 class WorkerStepsTest {
@@ -34,6 +49,7 @@ class WorkerStepsTest {
   private Arena arena;
   private FakeEndpoint target;
   private Advertisement ad;
+  private final ManualTicker ticker = new ManualTicker();
   private SteppedWorker<Buffer> worker;
 
   @BeforeEach
@@ -42,14 +58,28 @@ class WorkerStepsTest {
     arena = Arena.ofShared();
     target = fabric.openEndpoint();
     ad = target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+  }
+
+  /**
+   * Starts the worker with a cap of 16, the configuration {@code tweak} changes, over {@code
+   * wrap}'s endpoint.
+   */
+  private void start(
+      UnaryOperator<DmaConfiguration.Builder> tweak, UnaryOperator<FabricEndpoint> wrap) {
     DmaConfiguration configuration =
-        DmaConfiguration.builder()
-            .providers("fake")
-            .interfaces(List.of(fabric.name()))
-            .maxInFlight(16)
+        tweak
+            .apply(
+                DmaConfiguration.builder()
+                    .providers("fake")
+                    .interfaces(List.of(fabric.name()))
+                    .maxInFlight(16))
             .build();
-    worker = SteppedWorker.start(configuration, recorder, new ManualTicker());
+    worker = SteppedWorker.start(configuration, recorder, ticker, wrap);
     recorder.steppedBy(worker);
+  }
+
+  private void start() {
+    start(UnaryOperator.identity(), UnaryOperator.identity());
   }
 
   @AfterEach
@@ -57,7 +87,9 @@ class WorkerStepsTest {
     fabric.script().reset();
     fabric.script().stopHolding();
     fabric.script().releaseCompletions();
-    worker.close();
+    if (worker != null) {
+      worker.close();
+    }
     target.close();
     fabric.close();
     arena.close();
@@ -80,6 +112,7 @@ class WorkerStepsTest {
    */
   @Test
   void aFullBatchIsDeliveredInThePassThatReapsItWhileMoreAreInFlight() throws Exception {
+    start();
     fabric.script().holdCompletions();
     for (int i = 0; i < 11; i++) {
       assertTrue(worker.submit(write(1, i)));
@@ -104,6 +137,7 @@ class WorkerStepsTest {
    */
   @Test
   void eachCompletionCarriesItsOwnLengthAndPostCount() throws Exception {
+    start();
     int[] lengths = {64, 64, 128, 64, 256, 256};
     for (int i = 0; i < lengths.length; i++) {
       assertTrue(worker.submit(write(1 + i % 2, i, lengths[i])));
@@ -122,6 +156,7 @@ class WorkerStepsTest {
    */
   @Test
   void aPeerLeavesTheAddressVectorOnlyWhenRemovedAndItsLastTransferIsDone() throws Exception {
+    start();
     worker.addPeer(1, ad.address());
     assertEquals(1, fabric.counters().inserts());
     assertTrue(worker.submit(write(1, 0)));
@@ -146,5 +181,189 @@ class WorkerStepsTest {
     worker.stepUntil(() -> fabric.counters().removes() == 1, "the deferred removal");
     assertEquals(1, fabric.counters().inserts());
     assertEquals(0, worker.outstanding());
+  }
+
+  /**
+   * The endpoint, except that the first reap after {@code strays} is set first reports completions
+   * for four slots that hold no operation: below 0, the cap (16), past it (as a failure), and a
+   * free slot inside it (5).
+   */
+  private static FabricEndpoint reportingStraySlots(FabricEndpoint real, AtomicBoolean strays) {
+    return (FabricEndpoint)
+        Proxy.newProxyInstance(
+            FabricEndpoint.class.getClassLoader(),
+            new Class<?>[] {FabricEndpoint.class},
+            (proxy, method, args) -> {
+              if (method.getName().equals("reap") && strays.getAndSet(false)) {
+                CompletionSink sink = (CompletionSink) args[0];
+                sink.completed(-1);
+                sink.completed(16);
+                sink.failed(17, 5, 0, "a stray failure (by the test)");
+                sink.completed(5);
+              }
+              try {
+                return method.invoke(real, args);
+              } catch (InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
+  }
+
+  /**
+   * A completion the provider reports for a slot that holds no operation (out of range either way,
+   * or free) is ignored: the transfer in flight stays in flight and completes once, the slots stay
+   * accounted, and the worker keeps posting into them.
+   */
+  @Test
+  void aCompletionForASlotThatHoldsNoOperationIsIgnored() throws Exception {
+    AtomicBoolean strays = new AtomicBoolean();
+    start(UnaryOperator.identity(), real -> reportingStraySlots(real, strays));
+    fabric.script().holdCompletions();
+    assertTrue(worker.submit(write(1, 0)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 1, "the post");
+    strays.set(true);
+    worker.step();
+    assertFalse(strays.get(), "no reap reported the stray slots");
+    assertTrue(recorder.queue.isEmpty(), "a stray completion finished a transfer");
+    assertEquals(1, worker.outstanding());
+    assertNull(worker.accountingViolation());
+
+    fabric.script().stopHolding();
+    assertEquals(1, fabric.script().releaseCompletions());
+    Completion<Buffer> first = recorder.take();
+    assertEquals(0, first.context().id);
+    assertTrue(first.outcome().isDone());
+    for (int i = 1; i <= 16; i++) {
+      assertTrue(worker.submit(write(1, i)));
+    }
+    List<Completion<Buffer>> rest = recorder.take(16);
+    assertTrue(rest.stream().allMatch(each -> each.outcome().isDone()), rest.toString());
+    worker.stepQuietly();
+    assertTrue(recorder.queue.isEmpty(), "completed twice");
+    assertEquals(0, worker.outstanding());
+    assertNull(worker.accountingViolation());
+  }
+
+  /**
+   * A client with a transfer in flight is judged by that transfer, not by its posts the provider
+   * refuses meanwhile: one refused with -FI_EAGAIN for five times the progress deadline still waits
+   * (the completion of the one in flight frees what the provider is short of), then goes out.
+   */
+  @Test
+  void aRefusedPostWaitsWhileItsClientHasATransferInFlight() throws Exception {
+    start(
+        configuration -> configuration.completionDeadline(Duration.ZERO), UnaryOperator.identity());
+    fabric.script().holdCompletions();
+    assertTrue(worker.submit(write(1, 0)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 1, "the post");
+    AtomicBoolean refuse = new AtomicBoolean(true);
+    fabric.script().againWhile(refuse::get);
+    assertTrue(worker.submit(write(1, 1)));
+    worker.stepUntil(() -> fabric.counters().againAnswers() > 0, "a refused post");
+    worker.advanceAndRead(ticker, Duration.ofSeconds(5));
+    worker.stepQuietly();
+    assertTrue(recorder.queue.isEmpty(), "failed with its client's transfer in flight");
+    assertEquals(2, worker.outstanding());
+
+    refuse.set(false);
+    fabric.script().stopHolding();
+    fabric.script().releaseCompletions();
+    for (Completion<Buffer> completion : recorder.take(2)) {
+      assertTrue(completion.outcome().isDone(), completion.toString());
+      assertEquals(1, completion.posts());
+    }
+    assertEquals(0, worker.outstanding());
+  }
+
+  /**
+   * Once a client's last transfer in flight is reaped, its posts the provider keeps refusing are
+   * judged again (another client's transfer is still in flight): failed at the progress deadline as
+   * refused while other transfers were in flight, the other client's transfer untouched.
+   */
+  @Test
+  void aClientWhoseTransferInFlightWasReapedIsJudgedByItsRefusedPosts() throws Exception {
+    start(
+        configuration -> configuration.completionDeadline(Duration.ZERO), UnaryOperator.identity());
+    fabric.script().holdCompletions();
+    assertTrue(worker.submit(write(1, 0)));
+    assertTrue(worker.submit(write(2, 1)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 2, "two posts");
+    fabric.script().againWhile(() -> true);
+    assertTrue(worker.submit(write(1, 2)));
+    worker.stepUntil(() -> fabric.counters().againAnswers() > 0, "a refused post");
+    // Slot 0: client 1's transfer, the first posted.
+    assertEquals(1, fabric.script().releaseCompletions(0));
+    Completion<Buffer> reaped = recorder.take();
+    assertEquals(0, reaped.context().id);
+    assertTrue(reaped.outcome().isDone());
+
+    worker.advanceAndRead(ticker, Duration.ofSeconds(5));
+    worker.stepQuietly();
+    Completion<Buffer> refused = recorder.queue.poll();
+    assertNotNull(refused, "a refused post of a client with nothing in flight never failed");
+    assertEquals(2, refused.context().id);
+    DmaException error = refused.outcome().error();
+    assertEquals(DmaException.Reason.DEADLINE, error.reason());
+    assertTrue(
+        error.getMessage().contains("while other transfers were in flight"), error.getMessage());
+    assertEquals(0, refused.posts());
+    assertEquals(1, worker.outstanding(), "client 2's transfer");
+    assertTrue(recorder.queue.isEmpty());
+  }
+
+  /**
+   * With nothing in flight, a post refused since long before fails at the progress deadline counted
+   * from the reap that left nothing in flight, not from its first refusal: until that reap, the
+   * transfer in flight could have held what the provider was short of.
+   */
+  @Test
+  void theIdleProgressDeadlineCountsFromTheReapThatLeftNothingInFlight() throws Exception {
+    start(); // progress deadline 1 s; a refused post waits up to 30 s while others are in flight
+    fabric.script().holdCompletions();
+    assertTrue(worker.submit(write(2, 0)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 1, "the post");
+    fabric.script().againWhile(() -> true);
+    assertTrue(worker.submit(write(1, 1)));
+    worker.stepUntil(() -> fabric.counters().againAnswers() > 0, "a refused post");
+    worker.advanceAndRead(ticker, Duration.ofSeconds(10));
+    assertEquals(1, fabric.script().releaseCompletions());
+    Completion<Buffer> reaped = recorder.take();
+    assertEquals(0, reaped.context().id);
+    worker.stepQuietly();
+    assertTrue(
+        recorder.queue.isEmpty(), "failed at once when the last transfer in flight was reaped");
+
+    worker.advanceAndRead(ticker, Duration.ofSeconds(2));
+    worker.stepQuietly();
+    Completion<Buffer> refused = recorder.queue.poll();
+    assertNotNull(refused, "not failed a progress deadline after the reap");
+    assertEquals(1, refused.context().id);
+    assertTrue(
+        refused.outcome().error().getMessage().contains("with nothing else in flight"),
+        refused.outcome().error().getMessage());
+    assertEquals(0, worker.outstanding());
+  }
+
+  /**
+   * A checksummed completion handed to the checksum pool counts as work in the pass that hands it
+   * over, as a plain one delivered does: one reaped plus one handed over, when nothing else is left
+   * to post or reap.
+   */
+  @Test
+  void aChecksummedCompletionHandedToThePoolCountsAsWork() throws Exception {
+    start();
+    fabric.script().holdCompletions();
+    MemorySegment source = arena.allocate(64);
+    source.fill((byte) 3);
+    assertTrue(
+        worker.submit(
+            TransferRequest.write(1, ad, new Buffer(0, source)).withChecksum(Checksum.CRC32C)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 1, "the post");
+    assertEquals(0, worker.step(), "a pass with the completion held did work");
+    fabric.script().stopHolding();
+    assertEquals(1, fabric.script().releaseCompletions());
+    assertEquals(2, worker.step(), "one reaped and one handed to the pool");
+    Completion<Buffer> completion = recorder.take();
+    assertEquals(Checksums.crc32c(source), completion.outcome().done().checksum().getAsInt());
   }
 }
