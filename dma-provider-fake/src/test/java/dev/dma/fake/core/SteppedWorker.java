@@ -10,6 +10,7 @@ import dev.dma.core.FabricProviders;
 import dev.dma.core.NanoClock;
 import dev.dma.core.internal.Commands;
 import dev.dma.core.internal.FabricWorker;
+import dev.dma.core.internal.FailureHook;
 import dev.dma.core.internal.Reply;
 import dev.dma.core.internal.Telemetry;
 import dev.dma.core.internal.Traced;
@@ -288,6 +289,25 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
     } finally {
       pool.close();
     }
+  }
+
+  /**
+   * Runs the worker's own loop ({@link FabricWorker#run}) on this thread until it ends, by itself
+   * or by a throwable it rethrows, then closes the checksum pool. For a worker whose first pass
+   * ends it: the loop parks when idle. Later steps and {@link #close()} do nothing.
+   */
+  void runOnThisThread() {
+    shutDown = true;
+    try {
+      worker.run();
+    } finally {
+      pool.close();
+    }
+  }
+
+  /** Installs a group's failure hook, as {@code FabricServiceGroup} does before the worker runs. */
+  void failureHook(FailureHook<T> hook) {
+    worker.failureHook(hook);
   }
 
   /** Adds a client's peer as {@code FabricService.addPeer} does; the reply comes with a step. */

@@ -33,6 +33,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
@@ -45,8 +46,9 @@ import org.junit.jupiter.api.Timeout;
  * when it stops (posted, queued, a checksummed completion not yet handed to the pool, messages
  * never taken in) completes exactly once, in one batch, with the failure that says what happened to
  * it (the worker's cause, the endpoint's failed close, the close timeout), every blocked command
- * caller wakes, the submit count returns to zero and the endpoint closes. Found unpinned by
- * mutation testing (docs/mutation.md): these paths run only when a worker stops with work left.
+ * caller wakes, the submit count returns to zero and the endpoint closes; an error that ended the
+ * worker's loop is rethrown from it. Found unpinned by mutation testing (docs/mutation.md): these
+ * paths run only when a worker stops with work left.
  */
 @Timeout(60)
 class WorkerShutdownTest {
@@ -321,6 +323,46 @@ class WorkerShutdownTest {
     assertEquals(0, worker.outstanding());
     assertEquals(0, fabric.counters().liveRegistrations());
     assertEquals(0, fabric.counters().registrationsOpenAtClose(), "left to the endpoint's close");
+    assertTrue(workersEndpoint.isClosed());
+  }
+
+  /**
+   * A worker whose pass throws an error (here its provider's reap overflowing the stack) fails what
+   * it holds with that error as the cause, closes its endpoint, and rethrows it from its loop, so
+   * the thread ends with it.
+   */
+  @Test
+  void aWorkerWhoseLoopThrowsAnErrorFailsWhatItHeldAndRethrowsIt() {
+    AtomicBoolean reapThrows = new AtomicBoolean();
+    StackOverflowError overflow = new StackOverflowError("the provider's reap (by the test)");
+    start(
+        2,
+        real ->
+            (FabricEndpoint)
+                Proxy.newProxyInstance(
+                    FabricEndpoint.class.getClassLoader(),
+                    new Class<?>[] {FabricEndpoint.class},
+                    (proxy, method, args) -> {
+                      if (method.getName().equals("reap") && reapThrows.get()) {
+                        throw overflow;
+                      }
+                      try {
+                        return method.invoke(real, args);
+                      } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                      }
+                    }));
+    fabric.script().holdCompletions();
+    assertTrue(worker.submit(write(0)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 1, "the post");
+    reapThrows.set(true);
+
+    assertSame(overflow, assertThrows(StackOverflowError.class, worker::runOnThisThread));
+
+    DmaException error = byId().get(0L).outcome().error();
+    assertEquals(FabricWorker.WORKER_GONE, error.getMessage());
+    assertSame(overflow, error.getCause());
+    assertEquals(0, worker.outstanding());
     assertTrue(workersEndpoint.isClosed());
   }
 }

@@ -23,6 +23,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -183,23 +184,40 @@ class WorkerStepsTest {
     assertEquals(0, worker.outstanding());
   }
 
-  /**
-   * The endpoint, except that the first reap after {@code strays} is set first reports completions
-   * for four slots that hold no operation: below 0, the cap (16), past it (as a failure), and a
-   * free slot inside it (5).
-   */
-  private static FabricEndpoint reportingStraySlots(FabricEndpoint real, AtomicBoolean strays) {
+  /** Faults the fake cannot be scripted to make, each armed for one call. */
+  private static final class Faults {
+    // The next reap first reports four slots that hold no operation: below 0, the cap (16), past
+    // it (as a failure), and a free slot inside it (5).
+    final AtomicBoolean straySlots = new AtomicBoolean();
+    // The next reap first fails slot 0 by errno (the overload with no reason).
+    final AtomicBoolean failSlotZeroByErrno = new AtomicBoolean();
+    // The next post throws, as a provider bug would.
+    final AtomicBoolean postThrows = new AtomicBoolean();
+  }
+
+  /** The endpoint, with {@code faults} armed by the test. */
+  private static FabricEndpoint faulty(FabricEndpoint real, Faults faults) {
     return (FabricEndpoint)
         Proxy.newProxyInstance(
             FabricEndpoint.class.getClassLoader(),
             new Class<?>[] {FabricEndpoint.class},
             (proxy, method, args) -> {
-              if (method.getName().equals("reap") && strays.getAndSet(false)) {
+              String name = method.getName();
+              if (name.equals("reap")) {
                 CompletionSink sink = (CompletionSink) args[0];
-                sink.completed(-1);
-                sink.completed(16);
-                sink.failed(17, 5, 0, "a stray failure (by the test)");
-                sink.completed(5);
+                if (faults.straySlots.getAndSet(false)) {
+                  sink.completed(-1);
+                  sink.completed(16);
+                  sink.failed(17, 5, 0, "a stray failure (by the test)");
+                  sink.completed(5);
+                }
+                if (faults.failSlotZeroByErrno.getAndSet(false)) {
+                  sink.failed(0, 5, 7, "failed by errno (by the test)");
+                }
+              }
+              if ((name.equals("postWrite") || name.equals("postRead"))
+                  && faults.postThrows.getAndSet(false)) {
+                throw new IllegalStateException("a provider bug (by the test)");
               }
               try {
                 return method.invoke(real, args);
@@ -216,8 +234,9 @@ class WorkerStepsTest {
    */
   @Test
   void aCompletionForASlotThatHoldsNoOperationIsIgnored() throws Exception {
-    AtomicBoolean strays = new AtomicBoolean();
-    start(UnaryOperator.identity(), real -> reportingStraySlots(real, strays));
+    Faults faults = new Faults();
+    AtomicBoolean strays = faults.straySlots;
+    start(UnaryOperator.identity(), real -> faulty(real, faults));
     fabric.script().holdCompletions();
     assertTrue(worker.submit(write(1, 0)));
     worker.stepUntil(() -> fabric.script().heldCompletions() == 1, "the post");
@@ -365,5 +384,184 @@ class WorkerStepsTest {
     assertEquals(2, worker.step(), "one reaped and one handed to the pool");
     Completion<Buffer> completion = recorder.take();
     assertEquals(Checksums.crc32c(source), completion.outcome().done().checksum().getAsInt());
+  }
+
+  /**
+   * A failure the provider reports by errno alone fails its transfer with that errno's reason and
+   * the provider's text; the transfer is not posted again.
+   */
+  @Test
+  void aFailureReportedByErrnoFailsItsTransfer() throws Exception {
+    Faults faults = new Faults();
+    start(UnaryOperator.identity(), real -> faulty(real, faults));
+    fabric.script().holdCompletions();
+    assertTrue(worker.submit(write(1, 0)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 1, "the post");
+    faults.failSlotZeroByErrno.set(true);
+    Completion<Buffer> failed = recorder.take();
+    DmaException error = failed.outcome().error();
+    assertEquals(DmaException.Reason.ofErrno(5), error.reason());
+    assertTrue(error.getMessage().contains("failed by errno (by the test)"), error.getMessage());
+    assertEquals(1, failed.posts());
+    assertEquals(0, worker.outstanding());
+    assertNull(worker.accountingViolation());
+  }
+
+  /**
+   * A post that throws (a provider bug) fails that transfer alone and gives its slot back: the
+   * slots stay accounted and the next transfers fill the whole window.
+   */
+  @Test
+  void aPostThatThrowsFailsItsTransferAndGivesItsSlotBack() throws Exception {
+    Faults faults = new Faults();
+    start(configuration -> configuration.maxInFlight(2), real -> faulty(real, faults));
+    faults.postThrows.set(true);
+    assertTrue(worker.submit(write(1, 0)));
+    Completion<Buffer> failed = recorder.take();
+    assertTrue(
+        failed.outcome().error().getMessage().contains("a provider bug (by the test)"),
+        failed.outcome().error().getMessage());
+    assertEquals(0, failed.posts());
+    assertNull(worker.accountingViolation());
+    fabric.script().holdCompletions();
+    assertTrue(worker.submit(write(1, 1)));
+    assertTrue(worker.submit(write(1, 2)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 2, "both posted");
+    assertNull(worker.accountingViolation());
+    fabric.script().stopHolding();
+    fabric.script().releaseCompletions();
+    for (Completion<Buffer> completion : recorder.take(2)) {
+      assertTrue(completion.outcome().isDone(), completion.toString());
+    }
+  }
+
+  /** A post the provider refuses outright fails its transfer, never posted, naming the post. */
+  @Test
+  void aPostRefusedOutrightFailsItsTransfer() throws Exception {
+    start();
+    fabric.script().failNextPosts(1, 2);
+    assertTrue(worker.submit(write(1, 0)));
+    Completion<Buffer> failed = recorder.take();
+    DmaException error = failed.outcome().error();
+    assertTrue(error.getMessage().contains("post: "), error.getMessage());
+    assertEquals(DmaException.TargetMemory.UNCHANGED, error.targetMemory());
+    assertEquals(0, failed.posts());
+    assertEquals(0, worker.outstanding());
+    assertNull(worker.accountingViolation());
+  }
+
+  /**
+   * A post refused with -FI_EAGAIN holds back the rest of its client's queue for the pass: they are
+   * not tried (each would be refused too), keep their order, and go out in the next pass.
+   */
+  @Test
+  void aRefusedPostHoldsBackItsClientsOtherTransfersForThePass() throws Exception {
+    start();
+    fabric.script().againTimes(1);
+    assertTrue(worker.submit(write(1, 0)));
+    assertTrue(worker.submit(write(1, 1)));
+    long attempts = fabric.counters().postAttempts();
+    assertEquals(2, worker.step(), "two taken in, none posted");
+    assertEquals(attempts + 1, fabric.counters().postAttempts(), "the second was tried too");
+    List<Completion<Buffer>> done = recorder.take(2);
+    assertEquals(List.of(0L, 1L), done.stream().map(each -> each.context().id).toList());
+    assertTrue(done.stream().allMatch(each -> each.outcome().isDone()), done.toString());
+    assertEquals(attempts + 3, fabric.counters().postAttempts());
+  }
+
+  /**
+   * A pass counts what it took in and posted, and a completion deadline scan as one; a pass with
+   * nothing to do counts nothing.
+   */
+  @Test
+  void aPassCountsMessagesTakenInPostsAndADeadlineScan() throws Exception {
+    start();
+    fabric.script().holdCompletions();
+    assertTrue(worker.submit(write(1, 0)));
+    assertTrue(worker.submit(write(1, 1)));
+    // The first pass with transfers in flight also runs the deadline scan (none ran before).
+    assertEquals(5, worker.step(), "two taken in, two posted and a deadline scan");
+    worker.advanceAndRead(ticker, Duration.ofSeconds(1));
+    assertEquals(0, worker.step(), "a pass with both completions held");
+    ticker.advance(Duration.ofSeconds(1));
+    long reads = ticker.reads();
+    int work = 0;
+    for (int pass = 0; ticker.reads() == reads; pass++) {
+      assertTrue(pass < 10_000, "the clock was not read");
+      work += worker.step();
+    }
+    assertEquals(1, work, "the passes up to the clock's next reading: one deadline scan");
+  }
+
+  /**
+   * A plain completion waits up to ten passes ({@code MAX_DRAIN_SPINS}) for company while another
+   * transfer is in flight, and goes out in the eleventh.
+   */
+  @Test
+  void aPartialBatchWaitsTenPassesForCompanyWhileOthersAreInFlight() throws Exception {
+    start();
+    fabric.script().holdCompletions();
+    assertTrue(worker.submit(write(1, 0)));
+    assertTrue(worker.submit(write(1, 1)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 2, "both posted");
+    assertEquals(1, fabric.script().releaseCompletions(0));
+    assertEquals(1, worker.step(), "reaped and held for company");
+    for (int pass = 2; pass <= 10; pass++) {
+      worker.step();
+      assertTrue(recorder.queue.isEmpty(), "delivered in pass " + pass);
+    }
+    assertEquals(1, worker.step(), "delivered in the eleventh pass");
+    assertEquals(0, recorder.queue.poll().context().id);
+  }
+
+  /**
+   * A reaped checksummed completion stays with the worker in the pass that reaped it while another
+   * transfer is in flight, and goes to the pool in the next pass that moves nothing.
+   */
+  @Test
+  void aChecksummedCompletionGoesToThePoolInThePassAfterItsReap() throws Exception {
+    start();
+    fabric.script().holdCompletions();
+    MemorySegment source = arena.allocate(64);
+    source.fill((byte) 5);
+    assertTrue(
+        worker.submit(
+            TransferRequest.write(1, ad, new Buffer(0, source)).withChecksum(Checksum.CRC32C)));
+    assertTrue(worker.submit(write(1, 1)));
+    worker.stepUntil(() -> fabric.script().heldCompletions() == 2, "both posted");
+    assertEquals(1, fabric.script().releaseCompletions(0));
+    assertEquals(1, worker.step(), "reaped, not yet handed over");
+    assertEquals(1, worker.step(), "handed to the pool in a pass that moved nothing");
+    Completion<Buffer> completion = recorder.take();
+    assertEquals(0, completion.context().id);
+    assertEquals(Checksums.crc32c(source), completion.outcome().done().checksum().getAsInt());
+    assertEquals(1, fabric.script().heldCompletions());
+  }
+
+  /**
+   * A group's failure hook that takes a failed transfer over gets it with the worker's count of
+   * successes and its posts; the worker then delivers nothing for it, and keeps no count or client
+   * record of it.
+   */
+  @Test
+  void aFailureHookThatTakesATransferOverLeavesNothingBehind() throws Exception {
+    start();
+    List<String> told = new ArrayList<>();
+    worker.failureHook(
+        (request, operand, error, posts, succeeded) -> {
+          told.add(request.context().id + " posts " + posts + " after " + succeeded);
+          return true;
+        });
+    assertTrue(worker.submit(write(1, 0)));
+    assertTrue(worker.submit(write(1, 1)));
+    assertEquals(2, recorder.take(2).size());
+    fabric.script().failNextOps(1, 13, 13, "refused (by the test)");
+    assertTrue(worker.submit(write(1, 2)));
+    worker.stepUntil(() -> !told.isEmpty(), "the hook told");
+    worker.stepQuietly();
+    assertEquals(List.of("2 posts 1 after 2"), told);
+    assertTrue(recorder.queue.isEmpty(), "delivered a transfer the hook took over");
+    assertEquals(0, worker.outstanding());
+    assertNull(worker.accountingViolation());
   }
 }
