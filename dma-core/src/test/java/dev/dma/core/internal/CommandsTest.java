@@ -30,25 +30,6 @@ class CommandsTest {
   private static final byte[] ADDRESS = {1, 2, 3, 4};
   private static final byte[] OTHER = {5, 6, 7, 8};
 
-  /** Memory the endpoint must register even when it needs no local registration. */
-  private static final MemoryKind DEVICE =
-      new MemoryKind() {
-        @Override
-        public String name() {
-          return "DEVICE";
-        }
-
-        @Override
-        public boolean cpuReadable() {
-          return false;
-        }
-
-        @Override
-        public int hmemIface() {
-          return 1;
-        }
-      };
-
   private ChecksumPool pool;
   private FabricWorker<Operands> worker;
 
@@ -156,7 +137,7 @@ class CommandsTest {
     assertNull(pinned.await("abandoned"));
 
     Reply<Void> refused = new Reply<>();
-    apply(new Commands.Pin(-1, 64, DEVICE, refused));
+    apply(new Commands.Pin(-1, 64, InertWorkers.DEVICE, refused));
     DmaException error = assertThrows(DmaException.class, () -> refused.await("abandoned"));
     assertEquals(DmaException.Reason.BAD_REQUEST, error.reason());
   }

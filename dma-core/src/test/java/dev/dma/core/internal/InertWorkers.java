@@ -1,6 +1,7 @@
 package dev.dma.core.internal;
 
 import dev.dma.api.DmaException;
+import dev.dma.api.MemoryKind;
 import dev.dma.api.Operands;
 import dev.dma.core.ChecksumPool;
 import dev.dma.core.internal.peers.PeerTable;
@@ -20,6 +21,25 @@ import java.util.concurrent.atomic.AtomicLong;
  * it refuses). Never run: a test calls the part under test with the worker's fields.
  */
 final class InertWorkers {
+  /** Memory the worker registers even on an endpoint that needs no local registration. */
+  static final MemoryKind DEVICE =
+      new MemoryKind() {
+        @Override
+        public String name() {
+          return "DEVICE";
+        }
+
+        @Override
+        public boolean cpuReadable() {
+          return false;
+        }
+
+        @Override
+        public int hmemIface() {
+          return 1;
+        }
+      };
+
   /** The address whose insert the endpoint refuses. */
   static final byte[] REFUSED_ADDRESS = {9, 9, 9, 9};
 
@@ -63,10 +83,15 @@ final class InertWorkers {
 
   /** A worker with an in-flight cap of {@code cap} over a new {@link #endpoint()}. */
   static FabricWorker<Operands> worker(int cap, ChecksumPool pool) {
+    return worker(cap, pool, 0);
+  }
+
+  /** The same, with {@code max_pinned_bytes} set (0: the default). */
+  static FabricWorker<Operands> worker(int cap, ChecksumPool pool, long maxPinnedBytes) {
     FabricEndpoint endpoint = endpoint();
     return new FabricWorker<>(
         endpoint,
-        new LocalRegions(endpoint, RegionRegistry.global(), 0),
+        new LocalRegions(endpoint, RegionRegistry.global(), maxPinnedBytes),
         new PeerTable(endpoint),
         new WorkerChannel(16),
         batch -> {},

@@ -127,4 +127,18 @@ class WorkerAccountingTest {
     worker.checksums.add(null, MemorySegment.ofArray(new byte[8]), 8, null, 1, null);
     assertNull(WorkerAccounting.violation(worker), "a checksummed completion is still batched");
   }
+
+  /** Bytes pinned up to exactly their bound are sound. */
+  @Test
+  void pinnedBytesAtTheirBoundAreSound() {
+    FabricWorker<Operands> bounded = InertWorkers.worker(CAP, pool, 4096);
+    long bound = bounded.regions.maxPinnedBytes();
+    try {
+      bounded.regions.pin(1 << 20, bound, InertWorkers.DEVICE);
+      assertEquals(bound, bounded.regions.pinnedBytes());
+      assertNull(WorkerAccounting.violation(bounded));
+    } finally {
+      bounded.regions.close();
+    }
+  }
 }
