@@ -99,13 +99,16 @@ final class WorkerShutdown {
     }
   }
 
-  /** The failed completion of an op the worker drops at shutdown; its lease goes with it. */
+  /**
+   * The failed completion of an op the worker drops at shutdown; its lease goes with it, after the
+   * endpoint closed, which closed the registration too.
+   */
   private static <T extends Operands> Completion<T> finished(
       FabricWorker<T> worker, Op<T> op, DmaException error) {
     T context = op.request.context();
     worker.releaseOutstanding();
     if (op.lease != null) {
-      op.lease.release();
+      op.lease.releaseAfterEndpointClosed();
       op.lease = null;
     }
     return new Completion<>(context, Outcome.failed(op.whatItLeft(error)), op.posts);

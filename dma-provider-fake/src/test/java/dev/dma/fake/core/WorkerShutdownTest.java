@@ -227,6 +227,24 @@ class WorkerShutdownTest {
   }
 
   /**
+   * The leases of the transfers a stopped worker held (registered operands, posted and queued) drop
+   * after its endpoint closed, which closed their registrations too: none is deregistered on the
+   * closed endpoint, which would close a handle twice (the fake counts that as a violation).
+   */
+  @Test
+  void theLeasesOfWhatItHeldDropWithoutDeregisteringOnTheClosedEndpoint() {
+    fabric.script().requireLocalRegistration(true);
+    start(3, UnaryOperator.identity());
+    holdFiveTransfersInEveryState();
+
+    worker.shutDownNow(new IllegalStateException("the pass threw (by the test)"));
+
+    assertEquals(5, byId().size());
+    assertTrue(workersEndpoint.isClosed());
+    assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
+  }
+
+  /**
    * When the endpoint's close fails, what was posted may still be touched by the provider: its
    * failure says so with the close's error, and wins over the close timeout that ended the worker;
    * a transfer that was only queued never reached the provider and fails as the worker gone.

@@ -19,7 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * against a registration holds one from post until its completion, so a reclaim that retires the
  * entry never closes a registration whose descriptor is still on the wire (that was a production
  * crash in the crate this ports). {@link FabricEndpoint#deregister} runs exactly once, when the
- * last lease drops, on the thread that drops it.
+ * last lease drops, on the thread that drops it; never once the endpoint closed, which closed it
+ * ({@link #releaseAfterEndpointClosed}).
  *
  * <h2>Threads</h2>
  *
@@ -158,6 +159,23 @@ public final class Registration {
    * @throws IllegalStateException if no lease was left (released more often than leased)
    */
   public void release() {
+    drop(true);
+  }
+
+  /**
+   * Drops one lease once the endpoint that registered this has closed: {@link
+   * FabricEndpoint#close()} closed the registration with it, so dropping the last lease only gives
+   * back the pinned bytes; deregistering there would close a handle twice. The worker calls this at
+   * shutdown for the transfers it still held, whose leases it drops only after the endpoint closed
+   * (so that no provider touches their operands after their failure is delivered).
+   *
+   * @throws IllegalStateException if no lease was left (released more often than leased)
+   */
+  public void releaseAfterEndpointClosed() {
+    drop(false);
+  }
+
+  private void drop(boolean deregister) {
     int remaining = (int) LEASES.getAndAdd(this, -1) - 1;
     if (remaining > 0) {
       if (remaining == 1 && evictable) {
@@ -176,7 +194,9 @@ public final class Registration {
       throw new IllegalStateException("released a registration with no lease left: " + this);
     }
     try {
-      endpoint.deregister(handle);
+      if (deregister) {
+        endpoint.deregister(handle);
+      }
     } catch (RuntimeException failed) {
       // A release runs inside invalidate loops and completions: one failed close must not leave
       // the remaining leases of that loop held, nor fail an unrelated transfer.

@@ -130,4 +130,27 @@ class RegistrationLeasesTest {
     assertEquals(0, registration.leases());
     assertEquals(List.of("deregistering 4096 bytes at 0x7f0000001000 failed"), warnings);
   }
+
+  /**
+   * After the endpoint closed (which closed its registrations with it), dropping the last lease
+   * gives back the pinned bytes and deregisters nothing: a deregister there would close the handle
+   * a second time. A lease that is not the last one only counts down.
+   */
+  @Test
+  void aReleaseAfterTheEndpointClosedGivesBackThePinnedBytesWithoutDeregistering() {
+    AtomicLong pinned = new AtomicLong();
+    Registration registration =
+        Registration.register(endpoint, BASE, 4096, MemoryKind.HOST, false, pinned);
+    registration.retain();
+    registration.releaseAfterEndpointClosed();
+    assertEquals(1, registration.leases());
+    assertEquals(4096, pinned.get());
+    registration.releaseAfterEndpointClosed();
+    assertEquals(0, registration.leases());
+    assertEquals(0, pinned.get());
+    assertEquals(0, endpoint.deregisterCalls());
+    assertThrows(IllegalStateException.class, registration::releaseAfterEndpointClosed);
+    assertEquals(0, registration.leases());
+    assertEquals(List.of(), warnings);
+  }
 }
