@@ -16,8 +16,10 @@ import dev.dma.fake.FakeFabric;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -193,6 +195,69 @@ class DeadlineJudgesTheProviderTest {
         assertEquals(0, fabric.counters().flushedOps());
       }
       stuck.close();
+    }
+  }
+
+  /**
+   * A provider that keeps producing completions cannot hold the scan's reap for ever: the scan
+   * reaps at most a full window plus one batch (20 + 10 here: three reaps of ten), then judges.
+   */
+  @Test
+  @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aProviderThatKeepsProducingHoldsTheScanForAWindowAndABatchOnly() throws Exception {
+    ManualTicker ticker = new ManualTicker();
+    Recorder<Buffer> recorder = new Recorder<>();
+    AtomicReference<WrappedFakeEndpoint> wrapped = new AtomicReference<>();
+    try (FakeFabric fabric = FakeFabric.create("flooding-provider");
+        Arena arena = Arena.ofShared()) {
+      FakeEndpoint target = fabric.openEndpoint();
+      Advertisement ad =
+          target.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+      DmaConfiguration configuration =
+          DmaConfiguration.builder()
+              .providers("fake")
+              .interfaces(List.of(fabric.name()))
+              .maxInFlight(20)
+              .completionDeadline(DEADLINE)
+              .build();
+      try (SteppedWorker<Buffer> service =
+          SteppedWorker.start(
+              configuration,
+              recorder,
+              ticker,
+              endpoint -> {
+                wrapped.set(new WrappedFakeEndpoint(endpoint, Set.of()));
+                return wrapped.get();
+              })) {
+        recorder.steppedBy(service);
+        WrappedFakeEndpoint endpoint = wrapped.get();
+        fabric.script().holdCompletions();
+        assertTrue(service.submit(TransferRequest.write(7, ad, new Buffer(1, arena.allocate(64)))));
+        service.stepUntil(() -> fabric.script().heldCompletions() == 1, "the write posted");
+        endpoint.floodStrayCompletions(true);
+        // Past the scan interval (a sixteenth of the deadline, at most 100 ms): one scan is due.
+        ticker.advance(Duration.ofMillis(200));
+        List<Long> reapsPerPass = new ArrayList<>();
+        for (int pass = 0; pass < 2 * SteppedWorker.QUIET_PASSES; pass++) {
+          long before = endpoint.reaps();
+          service.step();
+          reapsPerPass.add(endpoint.reaps() - before);
+        }
+        // Every pass reaps once; the one with the scan three times more.
+        assertEquals(
+            1, reapsPerPass.stream().filter(reaps -> reaps == 4).count(), "" + reapsPerPass);
+        assertEquals(
+            reapsPerPass.size() - 1,
+            reapsPerPass.stream().filter(reaps -> reaps == 1).count(),
+            "" + reapsPerPass);
+
+        endpoint.floodStrayCompletions(false);
+        fabric.script().stopHolding();
+        assertEquals(1, fabric.script().releaseCompletions());
+        assertTrue(recorder.take().outcome().isDone());
+        assertEquals(0, fabric.counters().resets());
+      }
+      target.close();
     }
   }
 }

@@ -196,12 +196,73 @@ class InPostOrderDeadlineTest {
     Completion<Buffer> refused = recorder.take();
     assertFalse(refused.outcome().isDone());
     assertEquals(Reason.PEER_UNREACHABLE, refused.outcome().error().reason());
+    // Marked for the deadline it passed, not for leaving.
+    String why = refused.outcome().error().getMessage();
+    assertTrue(why.contains("is unreachable (no completion within the completion deadline"), why);
     for (int i = 0; i < LIVE_CLIENTS; i++) {
       assertTrue(
           service.submit(TransferRequest.write(100 + i, liveAds.get(i), pattern(30 + i, 64, i))));
       Completion<Buffer> done = recorder.take();
       assertTrue(done.outcome().isDone(), () -> done.outcome().error().toString());
     }
+    assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
+  }
+
+  /**
+   * Another client that left with a write as old as the oldest one's is judged with it, in the same
+   * reset: its write fails as left behind, and its incarnation is marked dead too, so its next
+   * transfer fails at intake instead of stalling every client again.
+   */
+  @Test
+  void aSecondClientThatLeftWithAWriteAsOldIsJudgedInTheSameReset() throws Exception {
+    start();
+    long second = 3;
+    fabric.script().loseCompletions(OpMatcher.toPeer(gone.localAddress()));
+    fabric.script().holdCompletions();
+    assertTrue(service.submit(TransferRequest.write(GONE, goneAd, pattern(1, 512, 1))));
+    assertTrue(service.submit(TransferRequest.write(second, goneAd, pattern(2, 512, 2))));
+    List<Buffer> writes = new ArrayList<>();
+    for (int i = 0; i < LIVE_CLIENTS; i++) {
+      Buffer buffer = pattern(10 + i, 1024, 7 + i);
+      writes.add(buffer);
+      assertTrue(service.submit(TransferRequest.write(100 + i, liveAds.get(i), buffer)));
+    }
+    waitUntil(() -> fabric.script().heldCompletions() == LIVE_CLIENTS);
+    // A clock reading after the posts: it is what the scan stamps them with.
+    service.advanceAndRead(ticker, Duration.ZERO);
+    fabric.script().stopHolding();
+    service.removePeer(GONE);
+    service.removePeer(second);
+
+    ticker.advance(Duration.ofMillis(1_001));
+    // Everything due now, without waiting: a write not judged now would wait for another reset.
+    List<Completion<Buffer>> all = new ArrayList<>();
+    for (Completion<Buffer> next = recorder.poll(0); next != null; next = recorder.poll(0)) {
+      all.add(next);
+    }
+    assertEquals(2 + LIVE_CLIENTS, all.size(), all::toString);
+    assertEquals(1, fabric.counters().resets());
+    for (Completion<Buffer> completion : all) {
+      if (completion.context().id < 10) {
+        DmaException error = completion.outcome().error();
+        assertEquals(Reason.DEADLINE, error.reason(), error::toString);
+        assertTrue(error.getMessage().contains("after the client left"), error.getMessage());
+        assertEquals(1, completion.posts());
+      }
+    }
+    assertLiveWritesLanded(all, writes);
+
+    // Both incarnations are marked: their next writes fail at intake, never posted.
+    long posts = fabric.counters().posts();
+    for (long client : new long[] {GONE, second}) {
+      assertTrue(service.submit(TransferRequest.write(client, goneAd, pattern(5, 64, 5))));
+      Completion<Buffer> refused = recorder.take();
+      assertEquals(Reason.PEER_UNREACHABLE, refused.outcome().error().reason());
+      String why = refused.outcome().error().getMessage();
+      assertTrue(why.contains("after the client left"), why);
+      assertEquals(0, refused.posts());
+    }
+    assertEquals(posts, fabric.counters().posts());
     assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
   }
 }
