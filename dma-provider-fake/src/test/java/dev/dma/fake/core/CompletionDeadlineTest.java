@@ -453,6 +453,12 @@ class CompletionDeadlineTest {
       Completion<Buffer> served = recorder.take();
       assertTrue(served.outcome().isDone(), () -> String.valueOf(served.outcome()));
       assertEquals(Checksums.crc32c(hello.segment), Checksums.crc32c(rebornMemory.asSlice(0, 128)));
+      // The mark went when the new incarnation came: a transfer to the old address is posted
+      // (the reset forgot that address), not refused with the mark.
+      long posts = fabric.counters().posts();
+      assertTrue(service.submit(write(STUCK, stuckAd, pattern(4, 128, 4))));
+      assertNull(recorder.poll(0), "refused with the dropped mark");
+      assertEquals(posts + 1, fabric.counters().posts());
     } finally {
       fabric.script().reset();
       fabric.script().releaseCompletions();
@@ -482,6 +488,38 @@ class CompletionDeadlineTest {
       Completion<Buffer> served = recorder.take();
       assertTrue(served.outcome().isDone(), () -> String.valueOf(served.outcome()));
       assertEquals(Checksums.crc32c(later.segment), Checksums.crc32c(rebornMemory.asSlice(0, 128)));
+    } finally {
+      fabric.script().reset();
+      fabric.script().releaseCompletions();
+      service.close();
+      service = null;
+      reborn.close();
+    }
+  }
+
+  @Test
+  void whereRemovalFlushesAnOldIncarnationsDeadlineLeavesTheNewOnesTransfersPosted()
+      throws Exception {
+    // Before the start: the worker reads what the endpoint declares once, as it starts.
+    fabric.script().flushOnRemove(true);
+    start(builder -> builder);
+    fabric.script().holdCompletions();
+    assertTrue(service.submit(write(STUCK, stuckAd, pattern(1, 128, 1))));
+    waitUntil(() -> fabric.script().heldCompletions() == 1);
+    service.advanceAndRead(ticker, Duration.ofSeconds(1));
+    FakeEndpoint reborn = fabric.openEndpoint();
+    try {
+      Advertisement rebornAd =
+          reborn.expose(arena.allocate(1 << 12), RemoteAccess.READ_WRITE).advertisement();
+      assertTrue(service.submit(write(STUCK, rebornAd, pattern(2, 128, 2))));
+      waitUntil(() -> fabric.script().heldCompletions() == 2);
+      // The write to the old incarnation passes its deadline after the client moved: the client's
+      // peer, now its new incarnation's, is not released, so nothing of the new one is flushed.
+      ticker.advance(DEADLINE.minusSeconds(1).plusMillis(1));
+      assertNull(recorder.poll(0), "the new incarnation's write was flushed");
+      assertEquals(0, fabric.counters().flushedOps());
+      assertEquals(0, fabric.counters().removes());
+      assertEquals(2, fabric.script().heldCompletions());
     } finally {
       fabric.script().reset();
       fabric.script().releaseCompletions();

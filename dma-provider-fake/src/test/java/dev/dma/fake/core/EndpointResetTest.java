@@ -361,4 +361,28 @@ class EndpointResetTest {
       assertArrayEquals(now, service.localAddress());
     }
   }
+
+  /**
+   * The quiet wait counts from a fresh reading of the clock in the pass that first wants the reset,
+   * not from the worker's coarse clock, which may lag it by dozens of passes.
+   */
+  @Test
+  void theQuietWaitCountsFromAFreshClockReading() throws Exception {
+    start(Duration.ofSeconds(30));
+    fabric.script().holdCompletions();
+    assertTrue(service.submit(TransferRequest.write(LIVE, liveAd, buffer(1))));
+    service.stepUntil(() -> fabric.script().heldCompletions() == 1, "the write posted");
+    // Right after a reading of the coarse clock, which the next passes do not repeat.
+    service.advanceAndRead(ticker, Duration.ZERO);
+    endpoint.wantQuietReset();
+    ticker.advance(Duration.ofMillis(300));
+    service.step();
+    // 500 ms after the coarse clock's last reading, but 200 ms into the wait.
+    ticker.advance(Duration.ofMillis(200));
+    assertNull(recorder.poll(0), "the wait counted from the coarse clock");
+    assertEquals(0, fabric.counters().resets());
+    ticker.advance(Duration.ofMillis(300));
+    assertEquals(Reason.ENDPOINT_RESET, recorder.take().outcome().error().reason());
+    assertEquals(1, fabric.counters().resets());
+  }
 }

@@ -374,4 +374,42 @@ class RefusedPostBoundsTest {
     DmaException error = recorder.take().outcome().error();
     assertEquals(Reason.DEADLINE, error.reason(), error::toString);
   }
+
+  /**
+   * A client's op held under the pinned bound earlier in the same pass, already put aside, fails
+   * with the client's mark when a later op of the client is refused as unreachable: marked dead,
+   * the client's ops put aside this pass fail as its queued ones do.
+   */
+  @Test
+  void anOpPutAsideEarlierInThePassFailsWithItsClientsMark() throws Exception {
+    fabric.script().requireLocalRegistration(true);
+    start(Duration.ofSeconds(1), Duration.ofSeconds(30), 3 * OPERAND);
+    fabric.script().holdCompletions();
+    // Another client's transfer in flight holds a third of the bound.
+    assertTrue(
+        service.submit(
+            TransferRequest.write(LIVE, liveAd, new Buffer(1, arena.allocate(OPERAND, OPERAND)))));
+    awaitPosts(1);
+    fabric.script().failPostsTo(stuck.localAddress(), 111);
+    // In one pass: the first does not fit and is put aside, the second fits and is refused.
+    assertTrue(
+        service.submit(
+            TransferRequest.write(
+                STUCK, stuckAd, new Buffer(2, arena.allocate(3 * OPERAND, OPERAND)))));
+    assertTrue(
+        service.submit(
+            TransferRequest.write(
+                STUCK, stuckAd, new Buffer(3, arena.allocate(OPERAND, OPERAND)))));
+    Completion<Buffer> refused = recorder.take();
+    assertEquals(3, refused.context().id);
+    assertEquals(Reason.PEER_UNREACHABLE, refused.outcome().error().reason());
+    // Within the same instant: not left to wait for room until the progress deadline.
+    Completion<Buffer> putAside = recorder.poll(0);
+    assertTrue(putAside != null, "the op put aside was not failed with its client's mark");
+    assertEquals(2, putAside.context().id);
+    DmaException marked = putAside.outcome().error();
+    assertEquals(Reason.PEER_UNREACHABLE, marked.reason(), marked::toString);
+    assertTrue(marked.getMessage().contains("is unreachable (post:"), marked::getMessage);
+    assertEquals(1, fabric.counters().postErrors());
+  }
 }

@@ -63,6 +63,8 @@ class StrandedOpsOfGonePeerTest {
     live = fabric.openEndpoint();
     goneAd = gone.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
     liveAd = live.expose(arena.allocate(4096), RemoteAccess.READ_WRITE).advertisement();
+    // Not from zero: an age must be told from the sum of the times it is the difference of.
+    ticker.advance(Duration.ofSeconds(10));
   }
 
   @AfterEach
