@@ -13,6 +13,7 @@ import dev.dma.api.TransferRequest;
 import dev.dma.core.NanoClock;
 import dev.dma.fake.FakeEndpoint;
 import dev.dma.fake.FakeFabric;
+import dev.dma.fake.OpMatcher;
 import java.lang.foreign.Arena;
 import java.time.Duration;
 import java.util.List;
@@ -129,5 +130,20 @@ class GonePeerProbeTest {
     assertEquals(DmaException.Reason.ACCESS_DENIED, error.reason(), error::toString);
     assertEquals(1, fabric.counters().peerProbes());
     assertTrue(write(1, ad, 1).outcome().isDone());
+  }
+
+  /**
+   * A completion that fails as unreachable is asked about as a refusal is: a live peer's failure
+   * stays as the provider reported it, after one question.
+   */
+  @Test
+  void anUnreachableCompletionOfALivePeerIsAskedAboutOnce() throws Exception {
+    FakeEndpoint target = fabric.openEndpoint();
+    Advertisement ad = expose(target);
+    fabric.script().failOp(OpMatcher.toPeer(target.localAddress()), 111, 0, "refused");
+    DmaException error = write(1, ad, 0).outcome().error();
+    assertEquals(DmaException.Reason.PEER_UNREACHABLE, error.reason(), error::toString);
+    assertFalse(error.getMessage().contains("its endpoint is gone"), error::getMessage);
+    assertEquals(1, fabric.counters().peerProbes());
   }
 }
