@@ -63,6 +63,7 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
   private final WorkerChannel channel;
   private final CountingClock clock;
   private final FabricWorker<T> worker;
+  private final LocalRegions regions;
   private final ChecksumPool pool;
   private final AtomicLong outstanding;
   private final AtomicReference<byte[]> localAddress;
@@ -77,8 +78,10 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
       AtomicLong outstanding,
       AtomicReference<byte[]> localAddress,
       Duration closeTimeout,
-      CountingClock clock) {
+      CountingClock clock,
+      LocalRegions regions) {
     this.clock = clock;
+    this.regions = regions;
     this.closeTimeout = closeTimeout;
     this.outstanding = outstanding;
     this.channel = channel;
@@ -140,10 +143,12 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
     ChecksumPool pool = new ChecksumPool(resolved.crcPoolThreads(), resolved.closeTimeout());
     AtomicLong outstanding = new AtomicLong();
     CountingClock counting = new CountingClock(clock);
+    LocalRegions regions =
+        new LocalRegions(endpoint, RegionRegistry.global(), resolved.maxPinnedBytes());
     FabricWorker<T> worker =
         new FabricWorker<>(
             endpoint,
-            new LocalRegions(endpoint, RegionRegistry.global(), resolved.maxPinnedBytes()),
+            regions,
             new PeerTable(endpoint),
             channel,
             completer,
@@ -156,7 +161,7 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
             address::set,
             telemetry);
     return new SteppedWorker<>(
-        channel, worker, pool, outstanding, address, resolved.closeTimeout(), counting);
+        channel, worker, pool, outstanding, address, resolved.closeTimeout(), counting, regions);
   }
 
   /**
@@ -335,6 +340,11 @@ final class SteppedWorker<T extends Operands> implements AutoCloseable {
   void forgetDeadPeers() {
     channel.offer(Commands.ForgetDeadPeers.INSTANCE);
     step();
+  }
+
+  /** The bytes the worker's registrations pin now ({@link LocalRegions#pinnedBytes()}). */
+  long pinnedBytes() {
+    return regions.pinnedBytes();
   }
 
   /** Transfers submitted and not yet completed. */

@@ -229,7 +229,8 @@ class WorkerShutdownTest {
   /**
    * The leases of the transfers a stopped worker held (registered operands, posted and queued) drop
    * after its endpoint closed, which closed their registrations too: none is deregistered on the
-   * closed endpoint, which would close a handle twice (the fake counts that as a violation).
+   * closed endpoint, which would close a handle twice (the fake counts that as a violation), and
+   * every pinned byte is given back.
    */
   @Test
   void theLeasesOfWhatItHeldDropWithoutDeregisteringOnTheClosedEndpoint() {
@@ -242,6 +243,7 @@ class WorkerShutdownTest {
     assertEquals(5, byId().size());
     assertTrue(workersEndpoint.isClosed());
     assertEquals(0, fabric.counters().violations(), fabric.counters().lastViolation());
+    assertEquals(0, worker.pinnedBytes(), "every lease dropped, every pinned byte given back");
   }
 
   /**
