@@ -479,6 +479,7 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       warmCount = 0;
     }
     int posted = 0;
+    int refusedClients = 0;
     int attempts = pending.size();
     while (inFlight < cap && attempts-- > 0) {
       Op<T> op = pending.pollFirst();
@@ -487,10 +488,8 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
         break;
       }
       if (op.client.refusedInPass == passes) {
-        // Its peer answered -FI_EAGAIN earlier in this pass: the next post to it would too (a
-        // full per-peer queue; on shm 2.x one segmented transfer per peer at a time), and each
-        // refused call costs the pass time that reaping and the target's progress need. It keeps
-        // its place among the client's ops and is tried next pass.
+        // Its peer refused a post in this pass (a full per-peer queue), so would this one, at a
+        // cost to the pass. It keeps its place among the client's ops and is tried next pass.
         deferred.addLast(op);
         continue;
       }
@@ -508,6 +507,9 @@ public final class FabricWorker<T extends Operands> implements CompletionSink {
       } else if (code == FabricEndpoint.AGAIN) {
         op.client.refusedInPass = passes;
         refused.stalled(op, code);
+        if (++refusedClients >= clients.size()) {
+          break; // the rest would only be put aside one by one; they keep their places
+        }
       } else if (code == HELD) {
         refused.held(op);
       } else {

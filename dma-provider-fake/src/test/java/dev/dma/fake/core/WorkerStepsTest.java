@@ -470,6 +470,52 @@ class WorkerStepsTest {
   }
 
   /**
+   * A refused client holds back only its own transfers: a pass ends early once every client with
+   * anything outstanding was refused in it, not before, so another client's transfer queued behind
+   * the refused ones still goes out in the same pass; the refused client's keep their order.
+   */
+  @Test
+  void aRefusedClientDoesNotHoldBackAnotherClientQueuedBehindIt() throws Exception {
+    start();
+    fabric.script().againTimes(1);
+    assertTrue(worker.submit(write(1, 0)));
+    assertTrue(worker.submit(write(1, 1)));
+    assertTrue(worker.submit(write(2, 2)));
+    long attempts = fabric.counters().postAttempts();
+    worker.step();
+    assertEquals(
+        attempts + 2, fabric.counters().postAttempts(), "client 1's first, then client 2's");
+    assertEquals(2, recorder.take().context().id, "client 2's went out in the refused pass");
+    List<Completion<Buffer>> done = recorder.take(2);
+    assertEquals(List.of(0L, 1L), done.stream().map(each -> each.context().id).toList());
+    assertTrue(done.stream().allMatch(each -> each.outcome().isDone()), done.toString());
+  }
+
+  /**
+   * Once every client with a transfer queued was refused in a pass, the pass stops posting: the
+   * transfers it did not reach are not tried, and go out in their order in later passes.
+   */
+  @Test
+  void aPassStopsPostingOnceEveryClientWasRefused() throws Exception {
+    start();
+    fabric.script().againTimes(2);
+    for (int id = 0; id < 6; id++) {
+      assertTrue(worker.submit(write(1 + id % 2, id)));
+    }
+    long attempts = fabric.counters().postAttempts();
+    worker.step();
+    assertEquals(attempts + 2, fabric.counters().postAttempts(), "one post per client");
+    List<Completion<Buffer>> done = recorder.take(6);
+    assertEquals(
+        List.of(0L, 2L, 4L),
+        done.stream().map(each -> each.context().id).filter(id -> id % 2 == 0).toList());
+    assertEquals(
+        List.of(1L, 3L, 5L),
+        done.stream().map(each -> each.context().id).filter(id -> id % 2 == 1).toList());
+    assertTrue(done.stream().allMatch(each -> each.outcome().isDone()), done.toString());
+  }
+
+  /**
    * A pass counts what it took in and posted, and a completion deadline scan as one; a pass with
    * nothing to do counts nothing.
    */
