@@ -13,13 +13,8 @@ import io.opentelemetry.sdk.metrics.data.MetricData;
 import io.opentelemetry.sdk.metrics.data.MetricDataType;
 import java.util.Collection;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -58,24 +53,8 @@ class TelemetryInstrumentsTest {
    */
   @Test
   void aGaugeReportsItsReaderAtEachCollectionUntilClosed() {
-    Logger sdkLog = Logger.getLogger("io.opentelemetry");
-    List<String> warnings = new CopyOnWriteArrayList<>();
-    Handler capture =
-        new Handler() {
-          @Override
-          public void publish(LogRecord logRecord) {
-            if (logRecord.getLevel().intValue() >= Level.WARNING.intValue()) {
-              warnings.add(logRecord.getMessage());
-            }
-          }
-
-          @Override
-          public void flush() {}
-
-          @Override
-          public void close() {}
-        };
-    sdkLog.addHandler(capture);
+    CapturedWarnings warnings = new CapturedWarnings("io.opentelemetry");
+    warnings.start();
     try (RecordingOpenTelemetry sdk = new RecordingOpenTelemetry(false, true)) {
       Telemetry telemetry = sdk.telemetry(false);
       AtomicLong level = new AtomicLong(5);
@@ -106,9 +85,9 @@ class TelemetryInstrumentsTest {
       assertEquals(List.of(), longPoints(closed, "test.level"));
       assertEquals(List.of(), longPoints(closed, "test.total"));
       telemetry.close();
-      assertEquals(List.of(), warnings, "a second close closed an instrument again");
+      assertEquals(List.of(), warnings.messages(), "a second close closed an instrument again");
     } finally {
-      sdkLog.removeHandler(capture);
+      warnings.stop();
     }
   }
 }

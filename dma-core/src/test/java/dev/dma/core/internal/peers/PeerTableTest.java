@@ -8,16 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.DmaException;
+import dev.dma.core.internal.CapturedWarnings;
 import dev.dma.core.internal.regions.RecordingEndpoint;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -52,32 +48,16 @@ class PeerTableTest {
 
   private final RecordingEndpoint endpoint = new RecordingEndpoint();
   private final PeerTable table = new PeerTable(endpoint);
-  private final List<String> warnings = new CopyOnWriteArrayList<>();
-  private final Logger julLogger = Logger.getLogger(PeerTable.class.getName());
-  private final Handler capture =
-      new Handler() {
-        @Override
-        public void publish(LogRecord logRecord) {
-          if (logRecord.getLevel().intValue() >= Level.WARNING.intValue()) {
-            warnings.add(logRecord.getMessage());
-          }
-        }
-
-        @Override
-        public void flush() {}
-
-        @Override
-        public void close() {}
-      };
+  private final CapturedWarnings warnings = new CapturedWarnings(PeerTable.class.getName());
 
   @BeforeEach
   void captureWarnings() {
-    julLogger.addHandler(capture);
+    warnings.start();
   }
 
   @AfterEach
   void noContractViolations() {
-    julLogger.removeHandler(capture);
+    warnings.stop();
     int live = endpoint.livePeers();
     table.clear();
     // clear() leaves the entries to the address vector's close: removing one whose endpoint
@@ -216,7 +196,7 @@ class PeerTableTest {
     long second = table.handle(2, efa(8, 1), null);
     assertNotEquals(first, second);
     assertEquals(2, table.entries());
-    assertEquals(List.of(), warnings);
+    assertEquals(List.of(), warnings.messages());
   }
 
   @Test
@@ -266,7 +246,7 @@ class PeerTableTest {
     assertEquals(1, table.evictions());
     assertEquals(
         List.of("client 1 advertised a recycled id; released the stale endpoint and 2 clients"),
-        warnings);
+        warnings.messages());
     // Client 2 comes back with the new incarnation and shares it.
     assertEquals(fresh, table.handle(2, recycled, null));
     assertEquals(2, table.holders(1));
@@ -360,7 +340,7 @@ class PeerTableTest {
     endpoint.removePeerCode = -22;
     table.handle(1, tcp(9000), null);
     table.release(1);
-    assertEquals(List.of("fi_av_remove failed releasing a peer address: -22"), warnings);
+    assertEquals(List.of("fi_av_remove failed releasing a peer address: -22"), warnings.messages());
     assertEquals(1, table.removes());
   }
 
@@ -452,7 +432,7 @@ class PeerTableTest {
       assertEquals(fresh, table.handle(2, recycled, null));
     }
     assertEquals(1, table.evictions());
-    assertEquals(1, warnings.size(), () -> "warnings: " + warnings);
+    assertEquals(1, warnings.messages().size(), () -> "warnings: " + warnings.messages());
     assertEquals(2, endpoint.inserted().size());
     // The evicted incarnation waited for client 1's transfers in flight.
     assertEquals(List.of(), endpoint.removed());
@@ -627,7 +607,7 @@ class PeerTableTest {
     table.release(1);
     table.handle(2, efa(7, 2), null);
     assertEquals(0, table.evictions());
-    assertEquals(List.of(), warnings);
+    assertEquals(List.of(), warnings.messages());
     // The released incarnation is still older than the one now known.
     DmaException stale = assertThrows(DmaException.class, () -> table.handle(3, efa(7, 1), null));
     assertEquals(DmaException.Reason.BAD_REQUEST, stale.reason());
@@ -746,12 +726,14 @@ class PeerTableTest {
     assertEquals(0, table.reinsertAfterReset(clientId -> true));
     assertEquals(0, table.holders(1));
     assertEquals(0, table.clients());
-    assertEquals(2, warnings.size(), () -> "warnings: " + warnings);
+    assertEquals(2, warnings.messages().size(), () -> "warnings: " + warnings.messages());
     assertTrue(
-        warnings.contains(
-            "re-inserting client 1 after an endpoint reset failed: java.lang.IllegalStateException:"
-                + " no room"),
-        () -> "warnings: " + warnings);
+        warnings
+            .messages()
+            .contains(
+                "re-inserting client 1 after an endpoint reset failed: java.lang.IllegalStateException:"
+                    + " no room"),
+        () -> "warnings: " + warnings.messages());
     endpoint.insertFailure = null;
     table.handle(1, tcp(9000), null);
     assertEquals(1, table.holders(1));

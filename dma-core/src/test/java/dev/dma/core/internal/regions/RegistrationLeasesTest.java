@@ -7,13 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dma.api.MemoryKind;
+import dev.dma.core.internal.CapturedWarnings;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -29,32 +25,16 @@ class RegistrationLeasesTest {
   private static final long BASE = 0x7f00_0000_1000L;
 
   private final RecordingEndpoint endpoint = new RecordingEndpoint();
-  private final List<String> warnings = new CopyOnWriteArrayList<>();
-  private final Logger julLogger = Logger.getLogger(Registration.class.getName());
-  private final Handler capture =
-      new Handler() {
-        @Override
-        public void publish(LogRecord logRecord) {
-          if (logRecord.getLevel().intValue() >= Level.WARNING.intValue()) {
-            warnings.add(logRecord.getMessage());
-          }
-        }
-
-        @Override
-        public void flush() {}
-
-        @Override
-        public void close() {}
-      };
+  private final CapturedWarnings warnings = new CapturedWarnings(Registration.class.getName());
 
   @BeforeEach
   void captureWarnings() {
-    julLogger.addHandler(capture);
+    warnings.start();
   }
 
   @AfterEach
   void stopCapturing() {
-    julLogger.removeHandler(capture);
+    warnings.stop();
   }
 
   @Test
@@ -128,7 +108,7 @@ class RegistrationLeasesTest {
     registration.release();
     assertEquals(0, pinned.get());
     assertEquals(0, registration.leases());
-    assertEquals(List.of("deregistering 4096 bytes at 0x7f0000001000 failed"), warnings);
+    assertEquals(List.of("deregistering 4096 bytes at 0x7f0000001000 failed"), warnings.messages());
   }
 
   /**
@@ -151,6 +131,6 @@ class RegistrationLeasesTest {
     assertEquals(0, endpoint.deregisterCalls());
     assertThrows(IllegalStateException.class, registration::releaseAfterEndpointClosed);
     assertEquals(0, registration.leases());
-    assertEquals(List.of(), warnings);
+    assertEquals(List.of(), warnings.messages());
   }
 }
