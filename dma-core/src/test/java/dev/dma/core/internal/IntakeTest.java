@@ -28,25 +28,6 @@ class IntakeTest {
   private static final Advertisement AD = new Advertisement(new byte[] {1, 2, 3}, 9, 4096, 1 << 16);
   private static final Function<byte[], String> TEXT = bytes -> HexFormat.of().formatHex(bytes);
 
-  /** A kind of memory the CPU cannot read, as a device's would be. */
-  private static final MemoryKind DEVICE =
-      new MemoryKind() {
-        @Override
-        public String name() {
-          return "DEVICE";
-        }
-
-        @Override
-        public boolean cpuReadable() {
-          return false;
-        }
-
-        @Override
-        public int hmemIface() {
-          return 1;
-        }
-      };
-
   /** A write source of {@code kind}. */
   private record Source(MemorySegment segment, MemoryKind kind) implements Operands {
     @Override
@@ -71,9 +52,9 @@ class IntakeTest {
   @Test
   void memoryTheCpuCannotReadIsRefusedOnlyWithAChecksum() {
     try (Arena shared = Arena.ofShared()) {
-      String text = Intake.unreadableChecksum(DEVICE);
+      String text = Intake.unreadableChecksum(InertWorkers.DEVICE);
       assertTrue(text.contains("DEVICE memory"), text);
-      assertRefusedOnlyWithAChecksum(new Source(shared.allocate(64), DEVICE), text);
+      assertRefusedOnlyWithAChecksum(new Source(shared.allocate(64), InertWorkers.DEVICE), text);
     }
   }
 

@@ -26,23 +26,12 @@ class OpTest {
   private static final Advertisement AD = new Advertisement(ADDRESS, 9, 4096, 1 << 16);
   private static final WorkerTelemetry OFF = new WorkerTelemetry(Telemetry.OFF);
 
-  private record Source(MemorySegment segment) implements Operands {
-    @Override
-    public MemorySegment source() {
-      return segment;
-    }
+  private static final MemorySegment SEGMENT = MemorySegment.ofArray(new byte[64]);
+  private static final Operands SOURCE = Operands.of(SEGMENT);
 
-    @Override
-    public MemorySegment allocate(long lengthBytes) {
-      return segment;
-    }
-  }
-
-  private static final Source SOURCE = new Source(MemorySegment.ofArray(new byte[64]));
-
-  private static Op<Source> op(TransferRequest<Source> request, Client client) {
-    Op<Source> op = new Op<>();
-    op.accepted(request, SOURCE.segment(), 64, null, client);
+  private static Op<Operands> op(TransferRequest<Operands> request, Client client) {
+    Op<Operands> op = new Op<>();
+    op.accepted(request, SEGMENT, 64, null, client);
     return op;
   }
 
@@ -55,7 +44,7 @@ class OpTest {
   @Test
   void aReadMayBePostedAgainTwiceAfterALostConnectionOrAReset() {
     for (boolean connectionLost : new boolean[] {true, false}) {
-      Op<Source> read = op(TransferRequest.read(1, AD, 64, SOURCE), client(1));
+      Op<Operands> read = op(TransferRequest.read(1, AD, 64, SOURCE), client(1));
       assertTrue(read.isRead());
       assertTrue(read.mayPostAgain(connectionLost));
       read.retried(OFF, "lost");
@@ -69,11 +58,12 @@ class OpTest {
 
   @Test
   void aWriteMayBePostedAgainOnlyAfterALostConnectionAndOnlyWhenItsRequestAllowsIt() {
-    Op<Source> plain = op(TransferRequest.write(1, AD, SOURCE), client(1));
+    Op<Operands> plain = op(TransferRequest.write(1, AD, SOURCE), client(1));
     assertFalse(plain.isRead());
     assertFalse(plain.mayPostAgain(true));
     assertFalse(plain.mayPostAgain(false));
-    Op<Source> retryable = op(TransferRequest.write(1, AD, SOURCE).withRetryWrite(true), client(1));
+    Op<Operands> retryable =
+        op(TransferRequest.write(1, AD, SOURCE).withRetryWrite(true), client(1));
     assertTrue(retryable.mayPostAgain(true));
     assertFalse(retryable.mayPostAgain(false), "after a reset");
     retryable.retried(OFF, "lost");
@@ -84,13 +74,13 @@ class OpTest {
   @Test
   void onlyAWriteEverPostedSaysItMayHaveChangedTheTarget() {
     DmaException error = DmaException.fabric(DmaException.Reason.CLOSED, "gone");
-    Op<Source> write = op(TransferRequest.write(1, AD, SOURCE), client(1));
+    Op<Operands> write = op(TransferRequest.write(1, AD, SOURCE), client(1));
     assertSame(error, write.whatItLeft(error), "never posted");
     write.posts = 1;
     DmaException left = write.whatItLeft(error);
     assertEquals(DmaException.TargetMemory.MAY_HAVE_CHANGED, left.targetMemory());
     assertEquals("gone", left.getMessage());
-    Op<Source> read = op(TransferRequest.read(1, AD, 64, SOURCE), client(1));
+    Op<Operands> read = op(TransferRequest.read(1, AD, 64, SOURCE), client(1));
     read.posts = 1;
     assertSame(error, read.whatItLeft(error), "a read changes nothing there");
   }
@@ -98,7 +88,7 @@ class OpTest {
   @Test
   void aRecycledOpStartsWithNothingOfItsLastTransfer() {
     Client first = client(1);
-    Op<Source> op = op(TransferRequest.write(1, AD, SOURCE), first);
+    Op<Operands> op = op(TransferRequest.write(1, AD, SOURCE), first);
     assertEquals(1, first.outstanding);
     op.stalled = true;
     op.expired = true;
@@ -108,8 +98,8 @@ class OpTest {
     op.posts = 3;
 
     Client second = client(2);
-    TransferRequest<Source> next = TransferRequest.read(2, AD, 32, SOURCE);
-    op.accepted(next, SOURCE.segment(), 32, null, second);
+    TransferRequest<Operands> next = TransferRequest.read(2, AD, 32, SOURCE);
+    op.accepted(next, SEGMENT, 32, null, second);
     assertSame(next, op.request);
     assertSame(second, op.client);
     assertEquals(32, op.lengthBytes);
@@ -124,7 +114,7 @@ class OpTest {
 
   @Test
   void anOpWasSentToOneIncarnationOnly() {
-    Op<Source> op = op(TransferRequest.write(7, AD, SOURCE), client(7));
+    Op<Operands> op = op(TransferRequest.write(7, AD, SOURCE), client(7));
     assertTrue(op.sentTo(7, new byte[] {1, 2, 3}));
     assertFalse(op.sentTo(8, ADDRESS), "another client");
     assertFalse(op.sentTo(7, new byte[] {1, 2, 4}), "another address of the same client");
