@@ -51,6 +51,10 @@ class LocalTargetProcessTest {
             Path.of(System.getProperty("java.home"), "bin", "java").toString(),
             "--enable-native-access=ALL-UNNAMED",
             "-XX:TieredStopAtLevel=1",
+            // No /tmp/hsperfdata_<user>/<pid> file: in its own pid namespace the child is pid 1,
+            // and a child the test kills would leave a file that no later JVM removes (pid 1 is
+            // always alive to them).
+            "-XX:-UsePerfData",
             "-cp",
             System.getProperty("java.class.path"),
             OperandTarget.class.getName(),
