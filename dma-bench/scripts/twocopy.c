@@ -1,16 +1,19 @@
-/* twocopy.c: the copies of a bounced 1 MiB shm write, without libfabric, to tell what the bounce
- * copy costs by itself from what dma adds around it (docs/performance.md, "shm: the bounce buffer").
+/* twocopy.c: the copies of a bounced shm write (1 MiB unless SIZE says otherwise), without
+ * libfabric, to tell what the bounce copy costs by itself from what dma adds around it
+ * (docs/performance.md, "shm: the bounce buffer").
  *
- * mode 1: thread B copies a hot 1 MiB source into a hot 1 MiB destination, over and over.
- * mode 2: thread A copies the hot source into slot i of a ring of SLOTS x 1 MiB (the bounce
+ * mode 1: thread B copies a hot source into a hot destination, over and over.
+ * mode 2: thread A copies the hot source into slot i of a ring of SLOTS x SIZE (the bounce
  *   buffers) and thread B copies slot i into the hot destination once A is done with it; A runs
  *   at most SLOTS ahead of B. The rate is what B moves.
  * modes 3 and 4: as 1 and 2, but B reads with process_vm_readv, as shm's cross-memory attach does
  *   at the target: 3 is C's path (the target reads the caller's operand), 4 is dma's (the target
  *   reads a bounce buffer the worker has just filled).
- * A runs on CPU 0, B on CPU 1.
+ * A runs on CPU 0, B on CPU 1. In modes 2 and 4 it also prints A's own copy rate (bytes over the
+ * time A spent inside memcpy) and the share of the run A spent copying.
  *
- *   gcc -O2 -pthread -o /tmp/twocopy dma-bench/scripts/twocopy.c && /tmp/twocopy MODE SLOTS SECONDS
+ *   gcc -O2 -pthread -o /tmp/twocopy dma-bench/scripts/twocopy.c
+ *   /tmp/twocopy MODE SLOTS SECONDS [SIZE]
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -23,12 +26,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define SZ (1u << 20)
+static size_t SZ = 1u << 20;
 static int slots;
 static double secs;
 static char *src, *dst, **ring;
 static _Atomic long produced, consumed;
 static _Atomic int stop;
+static double copying; /* seconds A spent in memcpy; read after the join */
 
 static void cma(char *to, char *from)
 {
@@ -62,7 +66,9 @@ static void *producer(void *arg)
 		long p = atomic_load(&produced);
 		if (p - atomic_load(&consumed) >= slots)
 			continue;
+		double t1 = now();
 		memcpy(ring[p % slots], src, SZ);
+		copying += now() - t1;
 		atomic_store(&produced, p + 1);
 	}
 	return NULL;
@@ -73,6 +79,8 @@ int main(int argc, char **argv)
 	int mode = atoi(argv[1]);
 	slots = atoi(argv[2]);
 	secs = atof(argv[3]);
+	if (argc > 4)
+		SZ = strtoul(argv[4], NULL, 0);
 	src = aligned_alloc(4096, SZ);
 	dst = aligned_alloc(4096, SZ);
 	memset(src, 1, SZ);
@@ -108,6 +116,11 @@ int main(int argc, char **argv)
 	atomic_store(&stop, 1);
 	if (mode == 2 || mode == 4)
 		pthread_join(a, NULL);
-	printf("mode %d slots %d: %.0f MB/s\n", mode, slots, (double)n * SZ / (t - t0) / 1e6);
+	printf("mode %d slots %d size %zu: %.0f MB/s", mode, slots, SZ,
+	       (double)n * SZ / (t - t0) / 1e6);
+	if (copying > 0)
+		printf("; A copies at %.0f MB/s, %.0f %% of the run",
+		       (double)atomic_load(&produced) * SZ / copying / 1e6, copying / (t - t0) * 100);
+	printf("\n");
 	return 0;
 }
