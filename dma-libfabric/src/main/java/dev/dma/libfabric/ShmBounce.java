@@ -2,6 +2,7 @@ package dev.dma.libfabric;
 
 import dev.dma.libfabric.internal.Native;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * Bounce buffers between the caller's write sources and libfabric's shm provider, one per op slot,
@@ -22,15 +23,20 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>So the peer only ever reads memory owned here: a write is copied into the slot's buffer before
  * it is posted from there. A buffer whose write did not succeed (an error completion, or an
- * endpoint reset or close with the write still posted) is never used again and never freed: the
+ * endpoint reset or close with the write still posted) is never used again and never unmapped: the
  * peer may still read it, at any later time. That costs memory in proportion to the bytes of failed
- * shm writes, for the life of the process; {@link #quarantinedBytes()} says how much.
+ * shm writes, for the life of the process; {@link #quarantinedBytes()} says how much (the 2 MiB
+ * chunk such a buffer was carved from stays mapped with it).
  *
- * <p>Cost: one extra copy per shm write above {@link #DIRECT_WRITE_BYTES}, in the worker, of memory
- * that shm itself copies once more (writes up to that length skip it: shm copies them into its own
- * queue inside the post). Measured (dma-bench, one process, window 16, two alternating rounds on a
- * noisy two-core machine): 64 KiB writes at 0.49 and 0.72 of their rate without it, 1 MiB writes at
- * 0.43 and 0.50; 4 KiB writes and all reads unchanged within the noise.
+ * <p>Where the buffers live: a {@link HugeBufferPool}, in transparent huge pages, because the
+ * target's {@code process_vm_readv} pins its source page by page and from huge pages that is what
+ * makes a bounced write cheaper than C's one copy out of the caller's ordinary pages. One copy more
+ * per shm write above {@link #DIRECT_WRITE_BYTES}, in the worker (writes up to that length skip it:
+ * shm copies them into its own queue inside the post). Measured against the native C anchor on shm
+ * (delivery-complete writes, target in its own process, window 64, {@code compare.py --provider
+ * libfabric:shm --mode fork}): with {@code malloc}'s pages, 64 KiB writes at 0.73 to 0.84 of C and
+ * 1 MiB at 0.41 to 0.68; from the pool, 1.4 times C at both sizes; docs/performance.md, "shm: the
+ * bounce buffer".
  *
  * <p>Threads: the endpoint's owner (the fabric worker) only, as the endpoint itself.
  */
@@ -44,6 +50,7 @@ final class ShmBounce {
 
   private static final System.Logger LOG = System.getLogger(ShmBounce.class.getName());
 
+  private final HugeBufferPool pool = new HugeBufferPool();
   private final long[] buffer;
   private final long[] capacity;
   // Whether the slot's operation, now posted, uses the slot's buffer.
@@ -111,13 +118,9 @@ final class ShmBounce {
   /** Frees every buffer no operation holds; given-up ones stay. */
   void close() {
     discardPosted("closing the endpoint");
-    for (int slot = 0; slot < buffer.length; slot++) {
-      if (buffer[slot] != 0) {
-        Native.free(buffer[slot]);
-        buffer[slot] = 0;
-        capacity[slot] = 0;
-      }
-    }
+    Arrays.fill(buffer, 0);
+    Arrays.fill(capacity, 0);
+    pool.close();
   }
 
   /** Bytes of buffers given up to failed operations, kept for the life of the process. */
@@ -129,19 +132,19 @@ final class ShmBounce {
     if (capacity[slot] < lengthBytes) {
       // The slot is free (the worker posts only into a free slot), so its old buffer is too.
       if (buffer[slot] != 0) {
-        Native.free(buffer[slot]);
+        pool.give(buffer[slot], capacity[slot]);
       }
       buffer[slot] = 0;
       capacity[slot] = 0;
-      buffer[slot] = Native.malloc(lengthBytes);
-      capacity[slot] = lengthBytes;
+      buffer[slot] = pool.take(lengthBytes);
+      capacity[slot] = HugeBufferPool.capacityFor(lengthBytes);
     }
     return buffer[slot];
   }
 
   private void giveUp(int slot) {
     inUse[slot] = false;
-    // Not freed: native memory, so nothing but this count remembers it.
+    pool.keep(buffer[slot]);
     quarantinedBytes += capacity[slot];
     buffer[slot] = 0;
     capacity[slot] = 0;

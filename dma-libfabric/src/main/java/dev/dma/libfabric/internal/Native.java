@@ -152,6 +152,18 @@ public final class Native {
   private static final MemorySegment READ = libc("read");
   private static final MemorySegment CLOSE_FD = libc("close");
   private static final MemorySegment PROCESS_VM_READV = libc("process_vm_readv");
+  private static final MemorySegment MMAP = libc("mmap");
+  private static final MemorySegment MUNMAP = libc("munmap");
+  private static final MemorySegment MADVISE = libc("madvise");
+
+  /** {@code void* f(void*, size_t, int, int, int, off_t)}: mmap. */
+  private static final MethodHandle L_LLIIIL =
+      handle(
+          FunctionDescriptor.of(
+              JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
+
+  /** The size of a transparent huge page on x86_64 and AArch64 with 4 KiB pages. */
+  public static final long HUGE_PAGE_BYTES = 2L << 20;
 
   /**
    * {@code ssize_t f(pid_t, const struct iovec*, unsigned long, const struct iovec*, unsigned long,
@@ -917,6 +929,53 @@ public final class Native {
       throw new OutOfMemoryError("malloc(" + bytes + ") failed");
     }
     return address;
+  }
+
+  /**
+   * Anonymous memory aligned to {@link #HUGE_PAGE_BYTES} and advised {@code MADV_HUGEPAGE}, so that
+   * the kernel backs it with transparent huge pages where they are enabled ({@code always} or
+   * {@code madvise}); plain pages elsewhere. Freed by {@link #unmap} or never.
+   *
+   * @param bytes how many bytes, a multiple of {@link #HUGE_PAGE_BYTES}
+   * @return the address
+   * @throws OutOfMemoryError when mmap fails
+   */
+  public static long mapHuge(long bytes) {
+    // PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, MADV_HUGEPAGE: the same values on every
+    // Linux architecture dma runs on (asm-generic/mman-common.h).
+    try {
+      long mapped = (long) L_LLIIIL.invokeExact(MMAP, 0L, bytes + HUGE_PAGE_BYTES, 3, 0x22, -1, 0L);
+      if (mapped == -1L) {
+        throw new OutOfMemoryError("mmap(" + (bytes + HUGE_PAGE_BYTES) + ") failed");
+      }
+      long aligned = (mapped + HUGE_PAGE_BYTES - 1) & -HUGE_PAGE_BYTES;
+      unmap(mapped, aligned - mapped);
+      unmap(aligned + bytes, mapped + HUGE_PAGE_BYTES - aligned);
+      // Advice only: where huge pages are off or unsupported the memory is still usable.
+      int ignored = (int) I_LLI.invokeExact(MADVISE, aligned, bytes, 14);
+      return aligned;
+    } catch (OutOfMemoryError e) {
+      throw e;
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  /**
+   * Unmaps memory from {@link #mapHuge}, or part of it.
+   *
+   * @param address the first byte, page-aligned
+   * @param bytes how many bytes; nothing happens for 0
+   */
+  public static void unmap(long address, long bytes) {
+    if (bytes == 0) {
+      return;
+    }
+    try {
+      int ignored = (int) I_LL.invokeExact(MUNMAP, address, bytes);
+    } catch (Throwable impossible) {
+      throw new AssertionError(impossible);
+    }
   }
 
   /**
