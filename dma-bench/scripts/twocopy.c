@@ -12,6 +12,10 @@
  * A runs on CPU 0, B on CPU 1. In modes 2 and 4 it also prints A's own copy rate (bytes over the
  * time A spent inside memcpy) and the share of the run A spent copying.
  *
+ * Environment: HUGE=1 puts the ring in one mapping advised MADV_HUGEPAGE (transparent huge pages,
+ * as dma's shm bounce buffers are); SOURCES=1 gives A a source per slot instead of one, as
+ * dma-bench gives each transfer of its window an operand of its own.
+ *
  *   gcc -O2 -pthread -o /tmp/twocopy dma-bench/scripts/twocopy.c
  *   /tmp/twocopy MODE SLOTS SECONDS [SIZE]
  */
@@ -23,13 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 static size_t SZ = 1u << 20;
 static int slots;
 static double secs;
-static char *src, *dst, **ring;
+static char *src, *dst, **ring, *sources;
 static _Atomic long produced, consumed;
 static _Atomic int stop;
 static double copying; /* seconds A spent in memcpy; read after the join */
@@ -67,7 +73,7 @@ static void *producer(void *arg)
 		if (p - atomic_load(&consumed) >= slots)
 			continue;
 		double t1 = now();
-		memcpy(ring[p % slots], src, SZ);
+		memcpy(ring[p % slots], sources ? sources + (p % slots) * SZ : src, SZ);
 		copying += now() - t1;
 		atomic_store(&produced, p + 1);
 	}
@@ -85,11 +91,30 @@ int main(int argc, char **argv)
 	dst = aligned_alloc(4096, SZ);
 	memset(src, 1, SZ);
 	memset(dst, 2, SZ);
-	ring = malloc(sizeof(char *) * slots);
-	for (int i = 0; i < slots; i++) {
-		ring[i] = aligned_alloc(4096, SZ);
-		memset(ring[i], 3, SZ);
+	if (getenv("SOURCES")) {
+		sources = aligned_alloc(4096, SZ * slots);
+		memset(sources, 1, SZ * slots);
 	}
+	ring = malloc(sizeof(char *) * slots);
+	if (getenv("HUGE")) {
+		size_t huge = 2u << 20, bytes = (SZ * slots + huge - 1) & ~(huge - 1);
+		char *m = mmap(NULL, bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		if (m == MAP_FAILED) {
+			perror("mmap");
+			return 1;
+		}
+		char *base = (char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+		if (madvise(base, bytes, MADV_HUGEPAGE))
+			perror("madvise");
+		for (int i = 0; i < slots; i++)
+			ring[i] = base + (size_t)i * SZ;
+	} else {
+		for (int i = 0; i < slots; i++)
+			ring[i] = aligned_alloc(4096, SZ);
+	}
+	for (int i = 0; i < slots; i++)
+		memset(ring[i], 3, SZ);
 	pthread_t a;
 	if (mode == 2 || mode == 4)
 		pthread_create(&a, NULL, producer, NULL);

@@ -29,14 +29,14 @@ import java.util.Arrays;
  * chunk such a buffer was carved from stays mapped with it).
  *
  * <p>Where the buffers live: a {@link HugeBufferPool}, in transparent huge pages, because the
- * target's {@code process_vm_readv} pins its source page by page and from huge pages that is what
- * makes a bounced write cheaper than C's one copy out of the caller's ordinary pages. One copy more
+ * target's {@code process_vm_readv} pins its source page by page, and out of huge pages a bounced
+ * write is cheaper than C's one copy out of the caller's ordinary pages. The cost: one copy more
  * per shm write above {@link #DIRECT_WRITE_BYTES}, in the worker (writes up to that length skip it:
  * shm copies them into its own queue inside the post). Measured against the native C anchor on shm
- * (delivery-complete writes, target in its own process, window 64, {@code compare.py --provider
- * libfabric:shm --mode fork}): with {@code malloc}'s pages, 64 KiB writes at 0.73 to 0.84 of C and
- * 1 MiB at 0.41 to 0.68; from the pool, 1.4 times C at both sizes; docs/performance.md, "shm: the
- * bounce buffer".
+ * (delivery-complete writes, window 64, target in its own process, six alternated rounds; the
+ * commands are in docs/performance.md, "Bounce buffers in huge pages"): 1 MiB writes at 1.07 to
+ * 1.55 of C, against 0.45 to 0.89 with the same buffers in 4 KiB pages; 64 KiB writes at 1.27 to
+ * 1.40 of C in four rounds and 0.47 in two of the host's slow runs, against 0.78 to 1.00.
  *
  * <p>Threads: the endpoint's owner (the fabric worker) only, as the endpoint itself.
  */
