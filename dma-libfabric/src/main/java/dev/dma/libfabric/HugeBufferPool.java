@@ -9,7 +9,7 @@ import java.util.Arrays;
  * process_vm_readv}, whose cost is mostly the kernel pinning the source page by page. From a huge
  * page that is one pin where 4 KiB pages take 512 (plain C, {@code dma-bench/scripts/twocopy.c}
  * mode 4: a ring of 1 MiB buffers went from 0.4 of the rate of C's one-copy path to 1.1 to 1.3
- * times it when the ring was in huge pages; docs/performance.md, "shm: the bounce buffer").
+ * times it when the ring was in huge pages; docs/performance.md, "Bounce buffers in huge pages").
  *
  * <p>Sizes: a buffer's capacity is the power of two at or above its length, from {@value
  * #MIN_BYTES} bytes up to half a chunk, carved side by side from chunks of that class (so a

@@ -145,7 +145,6 @@ public final class Native {
   private static final MemorySegment SIGACTION = libc("sigaction");
   private static final MemorySegment STRDUP = libc("strdup");
   private static final MemorySegment FREE = libc("free");
-  private static final MemorySegment MALLOC = libc("malloc");
   private static final MemorySegment PPOLL = libc("ppoll");
   private static final MemorySegment EVENTFD = libc("eventfd");
   private static final MemorySegment WRITE = libc("write");
@@ -911,27 +910,6 @@ public final class Native {
   }
 
   /**
-   * {@code malloc(bytes)}: native memory outside any arena, freed by {@link #free} or never (memory
-   * a provider may still read must outlive every arena).
-   *
-   * @param bytes how many bytes
-   * @return the address
-   * @throws OutOfMemoryError when malloc answers NULL
-   */
-  public static long malloc(long bytes) {
-    long address;
-    try {
-      address = (long) L_L.invokeExact(MALLOC, bytes);
-    } catch (Throwable impossible) {
-      throw new AssertionError(impossible);
-    }
-    if (address == 0) {
-      throw new OutOfMemoryError("malloc(" + bytes + ") failed");
-    }
-    return address;
-  }
-
-  /**
    * Anonymous memory aligned to {@link #HUGE_PAGE_BYTES} and advised {@code MADV_HUGEPAGE}, so that
    * the kernel backs it with transparent huge pages where they are enabled ({@code always} or
    * {@code madvise}); plain pages elsewhere. Freed by {@link #unmap} or never.
@@ -979,7 +957,7 @@ public final class Native {
   }
 
   /**
-   * Frees memory from {@code malloc}.
+   * Frees memory that libc allocated ({@code malloc}, {@code strdup}).
    *
    * @param address the block, or 0
    */
