@@ -4,7 +4,9 @@ import java.io.IOException;
 import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.SocketException;
 import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -22,18 +24,22 @@ import org.jspecify.annotations.Nullable;
  *   <li><b>tcp</b> (net, tcp, their rxm variants, sockets): every such endpoint listens for
  *       connections at the address it advertises. A connection attempt to it that is refused means
  *       nothing listens there any more: the endpoint closed or its process exited (the kernel
- *       answers with a reset at once, on loopback and across a network alike). An attempt that
- *       connects means something listens (the peer, or a new endpoint that took its port); one
- *       still unanswered after {@link #CONNECT_WAIT_NANOS} (a partition, a far peer) is kept and
- *       its answer read at a later call. A connection that does connect is closed at once; the
- *       peer's provider sees a connection that closes before its handshake and drops it. What the
- *       attempts cost is bounded here, whoever asks: an address found listening is not tried again
- *       for {@link #REPROBE_NANOS}, and at most {@link #ATTEMPTS_PER_SECOND} attempts start per
- *       second, so a connection storm of live peers slow to connect gets few extra connections; and
- *       the owner thread waits for answers at most {@link #WAIT_BUDGET_NANOS} a second in all. The
- *       wait per call, up to {@link #CONNECT_WAIT_NANOS}, is for a loaded host: the kernel answers
- *       a refused loopback connection in its network softirq, which a busy machine ran more than
- *       0.5 ms late (one CI run: a probe right after a peer quit went unanswered, and its refused
+ *       answers with a reset at once, on loopback and across a network alike). So is an attempt
+ *       that connects and is then reset within {@link #SETTLE_NANOS}: the kernel of a process in
+ *       the middle of exiting still completes connections to its listener, and resets them when it
+ *       closes the listener, which on a loaded host came milliseconds after the connection whose
+ *       loss the worker asks about. An attempt that connects and stays quiet means something
+ *       listens (the peer, or a new endpoint that took its port); one still unanswered after {@link
+ *       #CONNECT_WAIT_NANOS} (a partition, a far peer) is kept and its answer read at a later call.
+ *       A connection that does connect is then closed; the peer's provider sees a connection that
+ *       closes before its handshake and drops it. What the attempts cost is bounded here, whoever
+ *       asks: an address found listening is not tried again for {@link #REPROBE_NANOS}, and at most
+ *       {@link #ATTEMPTS_PER_SECOND} attempts start per second, so a connection storm of live peers
+ *       slow to connect gets few extra connections; and the owner thread waits for answers (a live
+ *       peer's quiet settle included) at most {@link #WAIT_BUDGET_NANOS} a second in all. The wait
+ *       per call, up to {@link #CONNECT_WAIT_NANOS}, is for a loaded host: the kernel answers a
+ *       refused loopback connection in its network softirq, which a busy machine ran more than 0.5
+ *       ms late (one CI run: a probe right after a peer quit went unanswered, and its refused
  *       transfer was reported {@code ACCESS_DENIED}). Past any bound the answer is "not gone", and
  *       the worker's deadlines end the transfer as before.
  *   <li><b>shm</b>: an endpoint of this process that was closed; a name {@code fi_shm://<pid>:...}
@@ -49,6 +55,12 @@ import org.jspecify.annotations.Nullable;
 final class PeerLiveness implements AutoCloseable {
   /** How long one call waits for a connection attempt's answer before keeping it for later. */
   static final long CONNECT_WAIT_NANOS = 20_000_000L;
+
+  /**
+   * How long a connected attempt is watched for a reset before the address counts as listening
+   * ({@link #resetWhileSettling}).
+   */
+  static final long SETTLE_NANOS = 50_000_000L;
 
   /** How long the owner thread may wait for answers per second, over all calls. */
   static final long WAIT_BUDGET_NANOS = 100_000_000L;
@@ -180,14 +192,20 @@ final class PeerLiveness implements AutoCloseable {
         closeQuietly(channel);
         return refusedText(refused, address);
       } catch (IOException | RuntimeException other) {
-        // Unreachable network, no route: not evidence that the endpoint is gone.
+        waitedInWindowNanos += System.nanoTime() - waitStart;
         closeQuietly(channel);
-        return null;
+        // Reset once connected: the listener closed with this attempt in its queue. Anything else
+        // (unreachable network, no route) is not evidence that the endpoint is gone.
+        return isReset(other) ? listenerClosedText(address) : null;
       }
       first = false;
       if (connected) {
+        boolean reset = resetWhileSettling(channel, waitStart);
         waitedInWindowNanos += System.nanoTime() - waitStart;
         closeQuietly(channel);
+        if (reset) {
+          return listenerClosedText(address);
+        }
         listening.put(key, nowNanos);
         return null;
       }
@@ -199,6 +217,47 @@ final class PeerLiveness implements AutoCloseable {
       }
       LockSupport.parkNanos(20_000L);
     }
+  }
+
+  /**
+   * Whether a connected attempt is reset within {@link #SETTLE_NANOS} (and what is left of this
+   * second's {@link #WAIT_BUDGET_NANOS}): the sign of a listener that closed with the attempt still
+   * in its queue, unaccepted. A peer process in the middle of exiting accepts connections in its
+   * kernel until its listening socket is closed, and on a loaded host that came 2 to 18 ms after
+   * the connection whose loss the worker is asking about (three busy loops beside the test). A live
+   * provider takes the connection and waits for a handshake that never comes, so the attempt stays
+   * quiet; an end of stream (an accepted connection closed) is not counted either.
+   */
+  private boolean resetWhileSettling(SocketChannel channel, long waitStart) {
+    long until = waitStart + Math.min(SETTLE_NANOS, waitBudgetLeft(waitStart));
+    ByteBuffer scratch = ByteBuffer.allocate(1);
+    while (true) {
+      try {
+        if (channel.read(scratch) != 0) {
+          return false; // an end of stream, or bytes: something accepted it
+        }
+      } catch (IOException reset) {
+        return isReset(reset);
+      }
+      if (System.nanoTime() - until >= 0) {
+        return false;
+      }
+      scratch.clear();
+      LockSupport.parkNanos(20_000L);
+    }
+  }
+
+  private static boolean isReset(Exception failure) {
+    String why = failure.getMessage();
+    return failure instanceof SocketException
+        && why != null
+        && why.toLowerCase(java.util.Locale.ROOT).contains("reset");
+  }
+
+  private static String listenerClosedText(byte[] address) {
+    return "the listener at "
+        + PeerAddressText.of(address)
+        + " closed with a connection attempt in its queue";
   }
 
   /** Counts an attempt against {@link #ATTEMPTS_PER_SECOND}; false when the second's are spent. */

@@ -8,9 +8,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.dma.api.Advertisement;
 import dev.dma.api.RemoteAccess;
 import dev.dma.spi.ExposedRegion;
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -90,6 +96,54 @@ class PeerLivenessTest {
     try (PeerLiveness tcp = new PeerLiveness("tcp")) {
       assertNotNull(tcp.gone(loopbackPort1));
     }
+  }
+
+  /**
+   * A peer in the middle of exiting: its kernel completes the probe's connection to its listener,
+   * then closes the listener (here 5 ms later), which resets the connection. That is gone, not
+   * listening; a listener that stays open and quiet is listening.
+   */
+  @Test
+  void aListenerThatClosesAsTheProbeConnectsIsGoneAndAQuietOneIsNot() throws Exception {
+    try (PeerLiveness tcp = new PeerLiveness("tcp")) {
+      ServerSocketChannel closing = listener();
+      Thread closer =
+          Thread.ofPlatform()
+              .start(
+                  () -> {
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
+                    try {
+                      closing.close();
+                    } catch (IOException ignored) {
+                      // a test listener
+                    }
+                  });
+      String gone = tcp.gone(addressOf(closing));
+      assertTrue(closer.join(Duration.ofSeconds(10)));
+      assertNotNull(gone, "a listener closed 5 ms after the probe connected looked open");
+      assertTrue(gone.contains("closed with a connection attempt in its queue"), gone);
+
+      try (ServerSocketChannel quiet = listener()) {
+        long started = System.nanoTime();
+        assertNull(tcp.gone(addressOf(quiet)), "an open listener looked gone");
+        long tookNanos = System.nanoTime() - started;
+        assertTrue(
+            tookNanos < PeerLiveness.SETTLE_NANOS + TimeUnit.SECONDS.toNanos(1),
+            "took " + tookNanos / 1_000_000 + " ms");
+      }
+    }
+  }
+
+  private static ServerSocketChannel listener() throws IOException {
+    ServerSocketChannel listener = ServerSocketChannel.open();
+    listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+    return listener;
+  }
+
+  /** A {@code sockaddr_in} as libfabric holds it: family in host order, port in network order. */
+  private static byte[] addressOf(ServerSocketChannel listener) throws IOException {
+    int port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+    return new byte[] {2, 0, (byte) (port >> 8), (byte) port, 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   }
 
   private static byte[] shmAddress(String file) {
