@@ -62,8 +62,13 @@ import org.jspecify.annotations.Nullable;
 public final class PassiveTarget implements AutoCloseable {
   private static final AtomicInteger NUMBERS = new AtomicInteger();
 
-  /** Progress passes between yields when spinning: 2^6. */
-  private static final int YIELD_EVERY_MASK = 63;
+  /**
+   * Progress passes between yields when spinning: 2^10, a yield every 0.1 ms or so on shm (a pass
+   * is about 100 ns there) and every 0.3 ms on tcp. A yield is a system call, and a transfer that
+   * arrives during one waits for it: a yield every 64 passes cost shm's 64 B window-1 writes about
+   * 0.05 us a round trip, a tenth of C's whole round trip (docs/performance.md).
+   */
+  private static final int YIELD_EVERY_MASK = 1023;
 
   /**
    * Idle passes spent spinning before yielding, as the worker's {@code Backoff}: on tcp about 1 ms
@@ -174,7 +179,7 @@ public final class PassiveTarget implements AutoCloseable {
    * @param configuration the configuration
    * @param provider the provider
    * @param idle the longest sleep between progress calls once idle ({@code target_idle}); zero
-   *     spins (yielding the core every 64 passes)
+   *     spins (yielding the core every 1,024 passes)
    * @return the running target
    * @throws DmaException when the endpoint fails to open
    */
