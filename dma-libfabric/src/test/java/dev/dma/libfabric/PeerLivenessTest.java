@@ -14,6 +14,8 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -100,18 +102,24 @@ class PeerLivenessTest {
 
   /**
    * A peer in the middle of exiting: its kernel completes the probe's connection to its listener,
-   * then closes the listener (here 5 ms later), which resets the connection. That is gone, not
-   * listening; a listener that stays open and quiet is listening.
+   * then closes the listener (here as soon as the connection waits in its queue), which resets the
+   * connection. That is gone, not listening; a listener that stays open and quiet is listening.
    */
   @Test
   void aListenerThatClosesAsTheProbeConnectsIsGoneAndAQuietOneIsNot() throws Exception {
     try (PeerLiveness tcp = new PeerLiveness("tcp")) {
       ServerSocketChannel closing = listener();
+      int port = ((InetSocketAddress) closing.getLocalAddress()).getPort();
       Thread closer =
           Thread.ofPlatform()
               .start(
                   () -> {
-                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
+                    // Closed only once the probe's connection is established in its queue, so the
+                    // probe connects first whatever the scheduler does (bounded: 10 s).
+                    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                    while (!queued(port) && System.nanoTime() < until) {
+                      LockSupport.parkNanos(100_000L);
+                    }
                     try {
                       closing.close();
                     } catch (IOException ignored) {
@@ -119,8 +127,8 @@ class PeerLivenessTest {
                     }
                   });
       String gone = tcp.gone(addressOf(closing));
-      assertTrue(closer.join(Duration.ofSeconds(10)));
-      assertNotNull(gone, "a listener closed 5 ms after the probe connected looked open");
+      assertTrue(closer.join(Duration.ofSeconds(20)));
+      assertNotNull(gone, "a listener closed after the probe connected looked open");
       assertTrue(gone.contains("closed with a connection attempt in its queue"), gone);
 
       try (ServerSocketChannel quiet = listener()) {
@@ -132,6 +140,28 @@ class PeerLivenessTest {
             "took " + tookNanos / 1_000_000 + " ms");
       }
     }
+  }
+
+  /**
+   * Whether an established connection to local {@code port} is in the kernel's tables (tcp6 too:
+   * Java's channels are dual-stack sockets, listed there even when bound to 127.0.0.1).
+   */
+  private static boolean queued(int port) {
+    String local = String.format(":%04X", port);
+    for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
+      try {
+        for (String line : Files.readAllLines(Path.of(table))) {
+          String[] fields = line.trim().split("\\s+");
+          // sl, local_address, rem_address, st: 01 is ESTABLISHED.
+          if (fields.length > 3 && fields[1].endsWith(local) && fields[3].equals("01")) {
+            return true;
+          }
+        }
+      } catch (IOException unreadable) {
+        // no such table (IPv6 off): the other one answers
+      }
+    }
+    return false;
   }
 
   private static ServerSocketChannel listener() throws IOException {
