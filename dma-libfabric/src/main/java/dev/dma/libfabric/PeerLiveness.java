@@ -11,6 +11,7 @@ import java.nio.channels.SocketChannel;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
@@ -248,10 +249,16 @@ final class PeerLiveness implements AutoCloseable {
   }
 
   private static boolean isReset(Exception failure) {
+    return failure instanceof SocketException && says(failure, "reset");
+  }
+
+  /**
+   * Whether the failure's message names {@code word}, in any case (the JDK words a refusal or a
+   * reset only in the message).
+   */
+  private static boolean says(Exception failure, String word) {
     String why = failure.getMessage();
-    return failure instanceof SocketException
-        && why != null
-        && why.toLowerCase(java.util.Locale.ROOT).contains("reset");
+    return why != null && why.toLowerCase(Locale.ROOT).contains(word);
   }
 
   private static String listenerClosedText(byte[] address) {
@@ -289,8 +296,7 @@ final class PeerLiveness implements AutoCloseable {
    * (a timeout is one too, and says nothing about the peer).
    */
   private static @Nullable String refusedText(ConnectException failure, byte[] address) {
-    String why = failure.getMessage();
-    if (why == null || !why.toLowerCase(java.util.Locale.ROOT).contains("refused")) {
+    if (!says(failure, "refused")) {
       return null;
     }
     return "nothing accepts connections at " + PeerAddressText.of(address) + " any more";

@@ -91,7 +91,7 @@ class PeerLivenessTest {
   @Test
   void udpAndEfaCannotTell() {
     PeerLiveness rxd = new PeerLiveness("udp;ofi_rxd");
-    byte[] loopbackPort1 = {2, 0, 0, 1, 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    byte[] loopbackPort1 = loopback(1);
     assertNull(rxd.gone(loopbackPort1));
     assertNull(new PeerLiveness("efa").gone(new byte[32]));
     // The same address on tcp: port 1 on loopback refuses.
@@ -170,9 +170,15 @@ class PeerLivenessTest {
     return listener;
   }
 
-  /** A {@code sockaddr_in} as libfabric holds it: family in host order, port in network order. */
   private static byte[] addressOf(ServerSocketChannel listener) throws IOException {
-    int port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+    return loopback(((InetSocketAddress) listener.getLocalAddress()).getPort());
+  }
+
+  /**
+   * 127.0.0.1:{@code port} as a {@code sockaddr_in} the way libfabric holds it: family in host
+   * order, port in network order.
+   */
+  private static byte[] loopback(int port) {
     return new byte[] {2, 0, (byte) (port >> 8), (byte) port, 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   }
 
