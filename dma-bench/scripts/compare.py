@@ -11,7 +11,9 @@ Like with like: Java --processes 1 runs against C -m single (one process), --pro
 reports (`dma-bench info` -> "provider: net" for dma's tcp on libfabric 1.17). dma writes are
 always delivery-complete (fi_writemsg with FI_DELIVERY_COMPLETE), so C writes get -D too
 (--no-dc to drop it). The anchor is copied to a scratch directory before `make` (../shared is
-read-only in CI). Each point alternates which side runs first, round by round.
+read-only in CI). Each point alternates which side runs first, round by round. --endpoint-only adds
+a third side, `dma-bench run --endpoint-only` (the provider's endpoint driven with no dma core), to
+split Java's distance from C between the endpoint and the core.
 """
 import argparse
 import os
@@ -109,6 +111,8 @@ def main():
     ap.add_argument("--anchor", default=DEFAULT_ANCHOR, help="rma-bench-c source directory")
     ap.add_argument("--out", default=None, help="append raw runs as CSV")
     ap.add_argument("--java-opts", default=os.environ.get("DMA_BENCH_JAVA_OPTS", ""))
+    ap.add_argument("--endpoint-only", action="store_true",
+                    help="a third side: dma-bench run --endpoint-only (the endpoint with no dma core)")
     a = ap.parse_args()
 
     points = POINTS
@@ -159,8 +163,10 @@ def main():
                      "--window", str(win), "--duration", f"{int(a.secs * 1000)}ms", "--warmup", a.warmup,
                      "--processes", str(processes), "--csv", "--no-progress"]
             order = [("C", c_cmd), ("Java", j_cmd)]
-            if (rnd + i) % 2 == 1:
-                order.reverse()
+            if a.endpoint_only:
+                order.append(("Endpoint", j_cmd + ["--endpoint-only"]))
+            turn = (rnd + i) % len(order)
+            order = order[turn:] + order[:turn]
             for side, cmd in order:
                 best = None
                 for attempt in range(a.retries + 1 if a.gate else 1):
@@ -181,7 +187,7 @@ def main():
                     continue
                 mbps, mops, lat = float(f[6]), float(f[7]), float(f[8])
                 res.setdefault((side, op, size, win), []).append((mbps, mops * 1e6, lat, foreign))
-                print(f"# round {rnd + 1} {side:4s} {op:5s} {size:>7d} w{win:<3d} {mbps:10.1f} MB/s "
+                print(f"# round {rnd + 1} {side:8s} {op:5s} {size:>7d} w{win:<3d} {mbps:10.1f} MB/s "
                       f"{mops * 1e6:10.0f} ops/s {lat:9.2f} us  foreign={foreign:.2f}", file=sys.stderr)
                 if outf:
                     outf.write(f"{side},{rnd + 1},{op},{size},{win},{mbps},{mops * 1e6},{lat},{foreign:.2f}\n")
@@ -189,8 +195,9 @@ def main():
 
     print(f"\nJava/C, {a.provider} ({fabric}), Java --processes {processes} vs C -m {a.mode}, "
           f"medians of {a.rounds} alternated runs of {a.secs:g} s")
-    print("| op | size | window | metric | C | Java | Java/C | target | met |")
-    print("|---|---:|---:|---|---:|---:|---:|---|---|")
+    extra_head = " Endpoint | Endpoint/C |" if a.endpoint_only else ""
+    print("| op | size | window | metric | C | Java | Java/C | target | met |" + extra_head)
+    print("|---|---:|---:|---|---:|---:|---:|---|---|" + ("---:|---:|" if a.endpoint_only else ""))
     for op, size, win, metric, target in points:
         c = res.get(("C", op, size, win), [])
         j = res.get(("Java", op, size, win), [])
@@ -209,7 +216,13 @@ def main():
             met = ratio >= target
             want = f">= {target:g}"
             unit = metric
-        print(f"| {op} | {size} | {win} | {unit} | {cm:,.1f} | {jm:,.1f} | {ratio:.2f} | {want} | {'yes' if met else 'NO'} |")
+        extra = ""
+        if a.endpoint_only:
+            e = res.get(("Endpoint", op, size, win), [])
+            em = statistics.median(x[idx] for x in e) if e else float("nan")
+            extra = f" {em:,.1f} | {em / cm if cm else float('nan'):.2f} |"
+        print(f"| {op} | {size} | {win} | {unit} | {cm:,.1f} | {jm:,.1f} | {ratio:.2f} | {want} | {'yes' if met else 'NO'} |"
+              + extra)
     shutil.rmtree(scratch, ignore_errors=True)
 
 

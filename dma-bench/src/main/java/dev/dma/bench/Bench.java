@@ -8,7 +8,6 @@ import dev.dma.core.DeviceHealth;
 import dev.dma.core.FabricProviders;
 import dev.dma.core.FabricService;
 import dev.dma.core.FabricServiceGroup;
-import dev.dma.core.MemoryRegion;
 import dev.dma.libfabric.Libfabric;
 import dev.dma.spi.FabricProvider;
 import io.opentelemetry.api.OpenTelemetry;
@@ -103,30 +102,41 @@ final class Bench {
   static List<Result> run(
       Plan plan, Progress progress, OpenTelemetry openTelemetry, Striping striping)
       throws Exception {
-    return run(plan, progress, openTelemetry, striping, 0);
+    return run(plan, progress, openTelemetry, striping, Driver.PIPELINED);
   }
 
   /**
-   * Runs every point of the plan as {@link #run(Plan, Progress, OpenTelemetry, Striping)} does or,
-   * with {@code virtualThreads > 0}, through {@link dev.dma.core.AsyncFabricService} with that many
-   * virtual threads, each blocking on its transfer's future ({@link VirtualThreadLoop}); the window
-   * stays the service's cap on posted transfers.
+   * What keeps a point's transfers outstanding: a {@link ClosedLoop} resubmitting to a service from
+   * its completer (the default); {@code virtualThreads} virtual threads on the async API, each
+   * blocking on its future ({@link VirtualThreadLoop}); or, with {@code endpointOnly}, the same
+   * {@link ClosedLoop} on the provider's endpoint with no dma core ({@link EndpointDriver}).
+   *
+   * @param virtualThreads 0, or the number of virtual threads
+   * @param endpointOnly whether to drive the endpoint directly
+   */
+  record Driver(int virtualThreads, boolean endpointOnly) {
+    /** The pipelined loop on a service. */
+    static final Driver PIPELINED = new Driver(0, false);
+  }
+
+  /**
+   * Runs every point of the plan as {@link #run(Plan, Progress, OpenTelemetry, Striping)} does,
+   * kept outstanding by {@code driver}: with virtual threads through {@link
+   * dev.dma.core.AsyncFabricService} (the window stays the service's cap on posted transfers), or
+   * on the bare endpoint.
    *
    * @param plan what to measure
    * @param progress where to draw progress
    * @param openTelemetry where a single service's spans and metrics go (a group records none)
    * @param striping the devices
-   * @param virtualThreads 0 for the pipelined loop, else the number of virtual threads
+   * @param driver what keeps the transfers outstanding
    * @return one result per point, in order
    * @throws Exception when set-up fails (provider, endpoint, target, control connection)
    */
   static List<Result> run(
-      Plan plan,
-      Progress progress,
-      OpenTelemetry openTelemetry,
-      Striping striping,
-      int virtualThreads)
+      Plan plan, Progress progress, OpenTelemetry openTelemetry, Striping striping, Driver driver)
       throws Exception {
+    int virtualThreads = driver.virtualThreads();
     DmaConfiguration configuration =
         configuration(plan.provider(), plan.bind().orElse(null), plan.window());
     if (plan.targetIdle().isPresent()) {
@@ -137,7 +147,9 @@ final class Bench {
         virtualThreads > 0 ? new VirtualThreadLoop(virtualThreads) : new ClosedLoop(plan.window());
     List<Result> results = new ArrayList<>();
     try (Arena arena = Arena.ofShared();
-        Side service = Side.open(configuration, provider, loop, openTelemetry, striping);
+        Side service =
+            Side.open(
+                configuration, provider, loop, openTelemetry, striping, driver.endpointOnly());
         Targets targets = Targets.open(plan, configuration, provider, service.localAddresses())) {
       if (virtualThreads > 0) {
         progress.note(
@@ -147,6 +159,11 @@ final class Bench {
                     + " (AsyncFabricService), at most %d posted",
                 virtualThreads,
                 plan.window()));
+      }
+      if (driver.endpointOnly()) {
+        progress.note(
+            "note: the endpoint driven directly from one thread, with no dma core (a diagnostic:"
+                + " no deadlines, recovery or checks)");
       }
       if (striping.devices() > 1) {
         progress.note(
@@ -189,7 +206,7 @@ final class Bench {
       }
       int points = plan.ops().size() * plan.sizes().size();
       int point = 0;
-      try (MemoryRegion region = service.register(buffer)) {
+      try (AutoCloseable _ = service.register(buffer)) {
         for (String op : plan.ops()) {
           for (long size : plan.sizes()) {
             point++;
@@ -202,7 +219,7 @@ final class Bench {
                     plan,
                     loop,
                     direction,
-                    region.segment().asSlice(0, size),
+                    buffer.asSlice(0, size),
                     ads,
                     label,
                     progress,
@@ -336,14 +353,17 @@ final class Bench {
     private final FabricService<ClosedLoop.Slot> service;
     private final FabricServiceGroup<ClosedLoop.Slot> group;
     private final AsyncFabricService<VirtualThreadLoop.Slot> async;
+    private final EndpointDriver driver;
 
     private Side(
         FabricService<ClosedLoop.Slot> service,
         FabricServiceGroup<ClosedLoop.Slot> group,
-        AsyncFabricService<VirtualThreadLoop.Slot> async) {
+        AsyncFabricService<VirtualThreadLoop.Slot> async,
+        EndpointDriver driver) {
       this.service = service;
       this.group = group;
       this.async = async;
+      this.driver = driver;
     }
 
     static Side open(
@@ -351,7 +371,16 @@ final class Bench {
         FabricProvider provider,
         PointLoop pointLoop,
         OpenTelemetry openTelemetry,
-        Striping striping) {
+        Striping striping,
+        boolean endpointOnly) {
+      if (endpointOnly) {
+        return new Side(
+            null,
+            null,
+            null,
+            EndpointDriver.open(
+                configuration, provider, (ClosedLoop) pointLoop, configuration.maxInFlight()));
+      }
       if (pointLoop instanceof VirtualThreadLoop threads) {
         AsyncFabricService.Builder<VirtualThreadLoop.Slot> builder =
             AsyncFabricService.<VirtualThreadLoop.Slot>builder(
@@ -369,7 +398,7 @@ final class Bench {
         }
         AsyncFabricService<VirtualThreadLoop.Slot> started = builder.start();
         threads.bind(started);
-        return new Side(null, null, started);
+        return new Side(null, null, started, null);
       }
       ClosedLoop loop = (ClosedLoop) pointLoop;
       if (striping.devices() <= 1) {
@@ -380,7 +409,7 @@ final class Bench {
                 .openTelemetry(openTelemetry)
                 .start();
         loop.bind(service);
-        return new Side(service, null, null);
+        return new Side(service, null, null, null);
       }
       DmaConfiguration devices =
           configuration.toBuilder()
@@ -394,7 +423,7 @@ final class Bench {
               .stripeThresholdBytes(striping.thresholdBytes())
               .start();
       loop.bind(group);
-      return new Side(null, group, null);
+      return new Side(null, group, null, null);
     }
 
     private FabricService<ClosedLoop.Slot> first() {
@@ -403,6 +432,9 @@ final class Bench {
 
     /** Every device's fabric address, the first device's first: a target inserts them all. */
     List<byte[]> localAddresses() {
+      if (driver != null) {
+        return List.of(driver.localAddress());
+      }
       if (async != null) {
         return async.localAddresses();
       }
@@ -441,15 +473,23 @@ final class Bench {
 
     /** The first service's cap; the async API does not expose one, so there no note is shown. */
     int inFlightCap() {
+      if (driver != null) {
+        return driver.inFlightCap();
+      }
       return async != null ? Integer.MAX_VALUE : first().inFlightCap();
     }
 
     dev.dma.spi.EndpointInfo endpointInfo() {
+      if (driver != null) {
+        return driver.endpointInfo();
+      }
       return async != null ? async.endpointInfo() : first().endpointInfo();
     }
 
     void addPeer(long clientId, byte[] address) {
-      if (async != null) {
+      if (driver != null) {
+        driver.addPeer(clientId, address);
+      } else if (async != null) {
         async.addPeer(clientId, address);
       } else if (service != null) {
         service.addPeer(clientId, address);
@@ -458,7 +498,10 @@ final class Bench {
       }
     }
 
-    MemoryRegion register(MemorySegment segment) {
+    AutoCloseable register(MemorySegment segment) {
+      if (driver != null) {
+        return driver.register(segment);
+      }
       if (async != null) {
         return async.register(segment);
       }
@@ -467,7 +510,9 @@ final class Bench {
 
     @Override
     public void close() {
-      if (async != null) {
+      if (driver != null) {
+        driver.close();
+      } else if (async != null) {
         async.close();
       } else if (service != null) {
         service.close();

@@ -135,6 +135,16 @@ public final class ClosedLoop implements BatchCompleter<ClosedLoop.Slot>, PointL
   }
 
   /**
+   * Names the bare endpoint to resubmit to ({@code run --endpoint-only}), as {@link
+   * #bind(FabricService)}.
+   *
+   * @param value the open driver
+   */
+  synchronized void bind(EndpointDriver value) {
+    this.service = value::submit;
+  }
+
+  /**
    * Sets up the next point while nothing is outstanding: slot {@code i} goes to target {@code i %
    * targets.size()} (client id {@code 1 + i % targets.size()}).
    *

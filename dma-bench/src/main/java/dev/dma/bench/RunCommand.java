@@ -78,6 +78,14 @@ public final class RunCommand implements Callable<Integer> {
               + " the cap on posted transfers (default: 0, the pipelined loop)")
   int virtualThreads;
 
+  @Option(
+      names = "--endpoint-only",
+      description =
+          "a diagnostic: drive the provider's endpoint directly from one thread, in the C anchor's"
+              + " shape, with no dma core (no service, worker, deadlines, recovery or checks), to"
+              + " split a transfer's cost between the endpoint and the core")
+  boolean endpointOnly;
+
   boolean terminal;
 
   /** Created by picocli. */
@@ -103,6 +111,13 @@ public final class RunCommand implements Callable<Integer> {
       throw new ParameterException(
           spec.commandLine(), "--virtual-threads must not be negative, not " + virtualThreads);
     }
+    if (endpointOnly && (virtualThreads > 0 || devices > 1 || load.checksum)) {
+      throw new ParameterException(
+          spec.commandLine(),
+          "--endpoint-only drives one endpoint from the pipelined loop: it takes no"
+              + " --virtual-threads, --devices or --checksum");
+    }
+    Bench.Driver driver = new Bench.Driver(virtualThreads, endpointOnly);
     long threshold;
     try {
       threshold = Sizes.parse(stripeThreshold);
@@ -124,7 +139,7 @@ public final class RunCommand implements Callable<Integer> {
           terminal,
           io.opentelemetry.api.OpenTelemetry.noop(),
           striping,
-          virtualThreads);
+          driver);
     }
     try (OtelReport report = OtelReport.install()) {
       int status =
@@ -136,7 +151,7 @@ public final class RunCommand implements Callable<Integer> {
               terminal,
               report.openTelemetry(),
               striping,
-              virtualThreads);
+              driver);
       report.print(spec.commandLine().getOut());
       return status;
     }
@@ -168,7 +183,7 @@ public final class RunCommand implements Callable<Integer> {
       io.opentelemetry.api.OpenTelemetry openTelemetry,
       Bench.Striping striping)
       throws Exception {
-    return execute(plan, load, out, err, terminal, openTelemetry, striping, 0);
+    return execute(plan, load, out, err, terminal, openTelemetry, striping, Bench.Driver.PIPELINED);
   }
 
   static int execute(
@@ -179,10 +194,10 @@ public final class RunCommand implements Callable<Integer> {
       boolean terminal,
       io.opentelemetry.api.OpenTelemetry openTelemetry,
       Bench.Striping striping,
-      int virtualThreads)
+      Bench.Driver driver)
       throws Exception {
     Progress progress = new Progress(err, terminal, !load.noProgress);
-    List<Result> results = Bench.run(plan, progress, openTelemetry, striping, virtualThreads);
+    List<Result> results = Bench.run(plan, progress, openTelemetry, striping, driver);
     load.report(results, out);
     long errors = 0;
     for (Result r : results) {
