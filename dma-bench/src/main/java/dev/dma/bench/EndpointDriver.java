@@ -14,6 +14,7 @@ import dev.dma.spi.EndpointInfo;
 import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -41,18 +42,21 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>Threads: the endpoint's owner is this driver's own thread ({@code dma-bench-endpoint}), which
  * opens it, inserts peers, registers the buffer, runs the loop and closes it; the controlling
- * thread's calls hand their step to it and wait at most {@link #STEP_SECONDS} for it. {@link
- * #submit} is called by the {@link ClosedLoop} on this thread (resubmissions) and by the
- * controlling thread (a point's first transfers), which go through a concurrent queue.
+ * thread's calls hand their step to it and wait at most {@link #STEP} for it. {@link #submit} is
+ * called by the {@link ClosedLoop} on this thread (resubmissions) and by the controlling thread (a
+ * point's first transfers), which go through a concurrent queue.
  */
 final class EndpointDriver implements AutoCloseable {
-  /** The most any hand-over to the driver's thread waits, set-up, the loop's end and close. */
-  static final long STEP_SECONDS = 30;
+  /**
+   * The most any hand-over to the driver's thread waits: each set-up step, the loop's end, close.
+   */
+  static final Duration STEP = Duration.ofSeconds(30);
 
   /** Completions reaped per call, as the worker reaps. */
   private static final int REAP_MAX = 10;
 
   private final ExecutorService thread;
+  private final Duration step;
   private final ClosedLoop loop;
   private final FabricEndpoint endpoint;
   private final byte[] localAddress;
@@ -103,8 +107,9 @@ final class EndpointDriver implements AutoCloseable {
       };
 
   private EndpointDriver(
-      ExecutorService thread, ClosedLoop loop, FabricEndpoint endpoint, int window) {
+      ExecutorService thread, Duration step, ClosedLoop loop, FabricEndpoint endpoint, int window) {
     this.thread = thread;
+    this.step = step;
     this.loop = loop;
     this.endpoint = endpoint;
     this.localAddress = endpoint.localAddress();
@@ -131,6 +136,19 @@ final class EndpointDriver implements AutoCloseable {
    */
   static EndpointDriver open(
       DmaConfiguration configuration, FabricProvider provider, ClosedLoop loop, int window) {
+    return open(configuration, provider, loop, window, STEP);
+  }
+
+  /**
+   * As {@link #open(DmaConfiguration, FabricProvider, ClosedLoop, int)}, with {@code step} in place
+   * of {@link #STEP} (a test's shorter bound).
+   */
+  static EndpointDriver open(
+      DmaConfiguration configuration,
+      FabricProvider provider,
+      ClosedLoop loop,
+      int window,
+      Duration step) {
     ExecutorService thread =
         Executors.newSingleThreadExecutor(
             runnable -> {
@@ -141,12 +159,13 @@ final class EndpointDriver implements AutoCloseable {
     DmaConfiguration resolved = FabricProviders.resolve(configuration, provider);
     try {
       EndpointDriver driver =
-          step(
+          await(
               thread,
+              step,
               () -> {
                 FabricEndpoint endpoint = provider.open(resolved);
                 try {
-                  return new EndpointDriver(thread, loop, endpoint, window);
+                  return new EndpointDriver(thread, step, loop, endpoint, window);
                 } catch (RuntimeException e) {
                   endpoint.close();
                   throw e;
@@ -185,8 +204,9 @@ final class EndpointDriver implements AutoCloseable {
     if (clientId < 1 || clientId > 1 << 20) {
       throw new IllegalArgumentException("client ids run from 1, not " + clientId);
     }
-    step(
+    await(
         thread,
+        step,
         () -> {
           if (clientId >= peers.length) {
             peers = Arrays.copyOf(peers, (int) Math.max(clientId + 1, 2L * peers.length));
@@ -203,8 +223,9 @@ final class EndpointDriver implements AutoCloseable {
    * @return closes nothing: the registration lives until {@link #close()}
    */
   AutoCloseable register(MemorySegment buffer) {
-    step(
+    await(
         thread,
+        step,
         () -> {
           registeredBase = buffer.address();
           registeredEnd = registeredBase + buffer.byteSize();
@@ -274,13 +295,13 @@ final class EndpointDriver implements AutoCloseable {
   private void postPending() {
     TransferRequest<ClosedLoop.Slot> request;
     while (freeCount > 0 && (request = pending.peekFirst()) != null) {
-      boolean read = request.direction() instanceof Direction.FromPeer;
-      ClosedLoop.Slot context = request.context();
+      Direction direction = request.direction();
+      boolean read = direction instanceof Direction.FromPeer;
       MemorySegment operand =
-          read
-              ? context.allocate(((Direction.FromPeer) request.direction()).lengthBytes())
-              : context.source();
-      long length = Operands.lengthOf(request.direction(), operand);
+          direction instanceof Direction.FromPeer(long readLength)
+              ? request.context().allocate(readLength)
+              : request.context().source();
+      long length = Operands.lengthOf(direction, operand);
       long address = operand.address();
       long peer = peers[(int) request.clientId()];
       long local = address >= registeredBase && address + length <= registeredEnd ? descriptor : 0;
@@ -333,8 +354,11 @@ final class EndpointDriver implements AutoCloseable {
   }
 
   /**
-   * Stops the loop, then deregisters and closes the endpoint on the driver's thread. Bounded: each
-   * step waits at most {@link #STEP_SECONDS}; a thread still busy then is abandoned (a daemon).
+   * Stops the loop, then deregisters and closes the endpoint on the driver's thread. Bounded: the
+   * loop's end and the close each wait at most the step ({@link #STEP}).
+   *
+   * @throws IllegalStateException when the driver's thread is still busy after that (stuck in a
+   *     provider call): its endpoint is then left open, to a daemon thread
    */
   @Override
   public void close() {
@@ -345,34 +369,42 @@ final class EndpointDriver implements AutoCloseable {
     }
     try {
       if (loopRun != null) {
-        loopRun.get(STEP_SECONDS, TimeUnit.SECONDS);
+        loopRun.get(step.toNanos(), TimeUnit.NANOSECONDS);
       }
-    } catch (ExecutionException | TimeoutException ignored) {
-      // The loop failed (its transfers were failed then) or is stuck: close anyway.
+    } catch (ExecutionException ignored) {
+      // The loop failed, and failed its queued transfers then: close the endpoint all the same.
+    } catch (TimeoutException stuck) {
+      loopRun.cancel(true);
+      thread.shutdown();
+      throw new IllegalStateException(
+          "the endpoint loop did not stop within "
+              + step.toMillis()
+              + " ms (stuck in a provider call?); its endpoint is left open",
+          stuck);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+    try {
+      await(
+          thread,
+          step,
+          () -> {
+            if (registration != 0) {
+              endpoint.deregister(registration);
+            }
+            endpoint.close();
+            return null;
+          });
     } finally {
-      try {
-        step(
-            thread,
-            () -> {
-              if (registration != 0) {
-                endpoint.deregister(registration);
-              }
-              endpoint.close();
-              return null;
-            });
-      } finally {
-        thread.shutdown();
-      }
+      thread.shutdown();
     }
   }
 
-  /** Runs {@code work} on the driver's thread and waits for it, at most {@link #STEP_SECONDS}. */
-  private static <V> V step(ExecutorService thread, Callable<V> work) {
+  /** Runs {@code work} on the driver's thread and waits for it, at most {@code step}. */
+  private static <V> V await(ExecutorService thread, Duration step, Callable<V> work) {
     Future<V> result = thread.submit(work);
     try {
-      return result.get(STEP_SECONDS, TimeUnit.SECONDS);
+      return result.get(step.toNanos(), TimeUnit.NANOSECONDS);
     } catch (ExecutionException e) {
       if (e.getCause() instanceof RuntimeException runtime) {
         throw runtime;
@@ -381,7 +413,7 @@ final class EndpointDriver implements AutoCloseable {
     } catch (TimeoutException e) {
       result.cancel(true);
       throw new IllegalStateException(
-          "the endpoint's thread did not finish a step within " + STEP_SECONDS + " s", e);
+          "the endpoint's thread did not finish a step within " + step.toMillis() + " ms", e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while waiting for the endpoint's thread", e);

@@ -1,6 +1,7 @@
 package dev.dma.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -12,12 +13,18 @@ import dev.dma.core.FabricProviders;
 import dev.dma.core.PassiveTarget;
 import dev.dma.core.TargetRegion;
 import dev.dma.libfabric.Libfabric;
+import dev.dma.spi.Availability;
+import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.reflect.Proxy;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -121,6 +128,109 @@ class EndpointDriverTest {
         assertEquals(1, after.completed(), loop.firstError());
         assertEquals(-1, remote.mismatch(source));
       }
+    }
+  }
+
+  /**
+   * An endpoint that accepts every post and whose reap waits for {@code reapMay} (ignoring
+   * interrupts, as a provider call stuck in native code would); counts its closes.
+   */
+  private static FabricProvider scripted(CountDownLatch reapMay, AtomicInteger closes) {
+    FabricEndpoint endpoint =
+        (FabricEndpoint)
+            Proxy.newProxyInstance(
+                FabricEndpoint.class.getClassLoader(),
+                new Class<?>[] {FabricEndpoint.class},
+                (proxy, method, args) ->
+                    switch (method.getName()) {
+                      case "localAddress" -> new byte[16];
+                      case "maxTx" -> 4;
+                      case "insertPeer" -> 1L;
+                      case "reap" -> {
+                        boolean released = false;
+                        while (!released) {
+                          try {
+                            released = reapMay.await(1, TimeUnit.SECONDS);
+                          } catch (InterruptedException ignored) {
+                            // stuck in native code: deaf to interrupts
+                          }
+                        }
+                        yield 0;
+                      }
+                      case "close" -> {
+                        closes.incrementAndGet();
+                        yield null;
+                      }
+                      default ->
+                          method.getReturnType() == int.class
+                              ? 0
+                              : method.getReturnType() == long.class
+                                  ? 0L
+                                  : method.getReturnType() == boolean.class ? false : null;
+                    });
+    return new FabricProvider() {
+      @Override
+      public String name() {
+        return "fake";
+      }
+
+      @Override
+      public int priority() {
+        return 0;
+      }
+
+      @Override
+      public Availability availability() {
+        throw new UnsupportedOperationException();
+      }
+
+      @Override
+      public FabricEndpoint open(DmaConfiguration configuration) {
+        return endpoint;
+      }
+    };
+  }
+
+  @Test
+  void closeIsBoundedWhenTheLoopIsStuckInAProviderCallAndClosesTheEndpointOtherwise()
+      throws Exception {
+    DmaConfiguration configuration = DmaConfiguration.builder().providers("fake").build();
+    Advertisement target = new Advertisement(new byte[16], 7, 4096, SIZE);
+    try (Arena arena = Arena.ofShared()) {
+      MemorySegment operand = arena.allocate(SIZE, 4096);
+
+      CountDownLatch reapMay = new CountDownLatch(1);
+      AtomicInteger closes = new AtomicInteger();
+      ClosedLoop stuckLoop = new ClosedLoop(1);
+      EndpointDriver stuck =
+          EndpointDriver.open(
+              configuration, scripted(reapMay, closes), stuckLoop, 4, Duration.ofMillis(300));
+      try {
+        stuck.addPeer(1, target.address());
+        stuckLoop.prepare(Direction.TO_PEER, operand, List.of(target), false);
+        stuckLoop.start();
+        long began = System.nanoTime();
+        IllegalStateException refused = assertThrows(IllegalStateException.class, stuck::close);
+        long tookMillis = (System.nanoTime() - began) / 1_000_000;
+        assertTrue(
+            refused.getMessage().contains("did not stop within 300 ms"), refused.getMessage());
+        assertTrue(tookMillis < 5_000, "close took " + tookMillis + " ms");
+        assertEquals(0, closes.get(), "an endpoint still in use by its thread was closed");
+      } finally {
+        reapMay.countDown();
+      }
+
+      AtomicInteger freeCloses = new AtomicInteger();
+      ClosedLoop freeLoop = new ClosedLoop(1);
+      CountDownLatch open = new CountDownLatch(0);
+      EndpointDriver free =
+          EndpointDriver.open(
+              configuration, scripted(open, freeCloses), freeLoop, 4, Duration.ofMillis(300));
+      free.addPeer(1, target.address());
+      freeLoop.prepare(Direction.TO_PEER, operand, List.of(target), false);
+      freeLoop.start();
+      free.close();
+      assertEquals(1, freeCloses.get());
     }
   }
 
