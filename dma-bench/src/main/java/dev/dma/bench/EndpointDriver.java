@@ -27,6 +27,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * {@code run --endpoint-only}: the provider's {@link FabricEndpoint} driven from one thread with no
@@ -81,6 +82,7 @@ final class EndpointDriver implements AutoCloseable {
       new ConcurrentLinkedQueue<>();
   private volatile Thread loopThread;
   private volatile boolean closing;
+  private boolean loopEnded; // written under this, by the driver's thread
   private Future<?> running;
 
   private final CompletionSink sink =
@@ -136,19 +138,22 @@ final class EndpointDriver implements AutoCloseable {
    */
   static EndpointDriver open(
       DmaConfiguration configuration, FabricProvider provider, ClosedLoop loop, int window) {
-    return open(configuration, provider, loop, window, STEP);
+    DmaConfiguration resolved = FabricProviders.resolve(configuration, provider);
+    return open(() -> provider.open(resolved), loop, window, STEP);
   }
 
   /**
-   * As {@link #open(DmaConfiguration, FabricProvider, ClosedLoop, int)}, with {@code step} in place
-   * of {@link #STEP} (a test's shorter bound).
+   * As {@link #open(DmaConfiguration, FabricProvider, ClosedLoop, int)}, from any opener and with
+   * {@code step} in place of {@link #STEP} (a test's scripted endpoint and shorter bound).
+   *
+   * @param opener opens the endpoint, called on the driver's thread
+   * @param loop the loop that times and resubmits
+   * @param window the most transfers to keep posted
+   * @param step the most each hand-over to the driver's thread waits
+   * @return the driver, owning its thread and endpoint
    */
   static EndpointDriver open(
-      DmaConfiguration configuration,
-      FabricProvider provider,
-      ClosedLoop loop,
-      int window,
-      Duration step) {
+      Supplier<FabricEndpoint> opener, ClosedLoop loop, int window, Duration step) {
     ExecutorService thread =
         Executors.newSingleThreadExecutor(
             runnable -> {
@@ -156,14 +161,13 @@ final class EndpointDriver implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
-    DmaConfiguration resolved = FabricProviders.resolve(configuration, provider);
     try {
       EndpointDriver driver =
           await(
               thread,
               step,
               () -> {
-                FabricEndpoint endpoint = provider.open(resolved);
+                FabricEndpoint endpoint = opener.get();
                 try {
                   return new EndpointDriver(thread, step, loop, endpoint, window);
                 } catch (RuntimeException e) {
@@ -243,18 +247,24 @@ final class EndpointDriver implements AutoCloseable {
    * through the inbox from any other, which starts the loop on its first use.
    *
    * @param request the transfer
-   * @return true: the driver takes every transfer while open
+   * @return whether it was taken: false once the loop has ended or close began, and the transfer
+   *     then gets no completion (the {@link ClosedLoop} counts it failed)
    */
   boolean submit(TransferRequest<ClosedLoop.Slot> request) {
     if (Thread.currentThread() == loopThread) {
+      if (loopEnded) {
+        return false;
+      }
       pending.addLast(request);
       return true;
     }
-    if (closing) {
-      return false;
-    }
-    inbox.add(request);
     synchronized (this) {
+      // Under the lock that the loop's end takes too, so whatever is added here before the loop
+      // ends is failed by it, and nothing is added after.
+      if (closing || loopEnded) {
+        return false;
+      }
+      inbox.add(request);
       if (running == null) {
         running = thread.submit(this::run);
       }
@@ -265,6 +275,7 @@ final class EndpointDriver implements AutoCloseable {
   /** The loop, on the driver's thread until {@link #close()}. */
   private void run() {
     loopThread = Thread.currentThread();
+    String why = "the endpoint driver closed before the transfer was posted";
     try {
       while (!closing) {
         if (!inbox.isEmpty()) {
@@ -276,18 +287,21 @@ final class EndpointDriver implements AutoCloseable {
         postPending();
         endpoint.reap(sink, REAP_MAX);
         if (!batch.isEmpty()) {
-          loop.complete(batch);
-          batch.clear();
+          deliver();
         } else if (freeCount == cap && pending.isEmpty()) {
           Thread.onSpinWait(); // between points
         }
       }
     } catch (RuntimeException | Error unexpected) {
       // A bug or a queue-level failure: fail what is queued so the point ends now rather than at
-      // the
-      // bench's stall timeout, then stop. Posted transfers stay posted until close.
-      failPending("the endpoint loop failed: " + unexpected);
+      // the bench's stall timeout. Posted transfers stay posted until close fails them.
+      why = "the endpoint loop failed: " + unexpected;
       throw unexpected;
+    } finally {
+      synchronized (this) {
+        loopEnded = true;
+      }
+      failQueued(why);
     }
   }
 
@@ -338,7 +352,8 @@ final class EndpointDriver implements AutoCloseable {
     return request.context();
   }
 
-  private void failPending(String why) {
+  /** Completes every transfer not yet posted as failed with {@code why}; on the driver's thread. */
+  private void failQueued(String why) {
     TransferRequest<ClosedLoop.Slot> request;
     while ((request = inbox.poll()) != null) {
       pending.addLast(request);
@@ -347,6 +362,25 @@ final class EndpointDriver implements AutoCloseable {
     while ((request = pending.pollFirst()) != null) {
       batch.add(new Completion<>(request.context(), Outcome.failed(error), 0));
     }
+    deliver();
+  }
+
+  /**
+   * Completes every transfer still posted as failed, once the endpoint is closed (after which the
+   * provider touches no operand); on the driver's thread.
+   */
+  private void failPosted() {
+    DmaException error =
+        DmaException.fabric("the endpoint driver closed its endpoint with the transfer posted");
+    for (int slot = 0; slot < cap; slot++) {
+      if (posted[slot] != null) {
+        batch.add(new Completion<>(release(slot), Outcome.failed(error), 1));
+      }
+    }
+    deliver();
+  }
+
+  private void deliver() {
     if (!batch.isEmpty()) {
       loop.complete(batch);
       batch.clear();
@@ -393,6 +427,7 @@ final class EndpointDriver implements AutoCloseable {
               endpoint.deregister(registration);
             }
             endpoint.close();
+            failPosted();
             return null;
           });
     } finally {
