@@ -245,23 +245,10 @@ class EndpointDriverTest {
 
   @Test
   void theCommandLineRunsBothDirectionsOnTheFakeAndRejectsWhatItCannotDrive() {
-    CliTest.Run r =
-        CliTest.run(
-            "--provider",
-            "fake",
-            "--sizes",
-            "4k",
-            "--op",
-            "both",
-            "--window",
-            "8",
-            "--endpoint-only",
-            "--iterations",
-            "3000",
-            "--warmup",
-            "20ms",
-            "--json",
-            "--no-progress");
+    String run =
+        "--provider fake --sizes 4k --op both --window 8 --endpoint-only --iterations 3000"
+            + " --warmup 20ms --json --no-progress";
+    CliTest.Run r = CliTest.run(run.split(" "));
     assertEquals(0, r.code(), r.err());
     for (String op : new String[] {"write", "read"}) {
       assertTrue(
