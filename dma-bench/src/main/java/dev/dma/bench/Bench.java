@@ -346,8 +346,9 @@ final class Bench {
   }
 
   /**
-   * The initiating side: one service, or a group of services that stripes. Used by the run's
-   * thread; the loop resubmits to it from completer threads.
+   * The initiating side: one service, a group of services that stripes, the async API, or the bare
+   * endpoint ({@code --endpoint-only}). Used by the run's thread; the loop resubmits to it from
+   * completer threads.
    */
   private static final class Side implements AutoCloseable {
     private final FabricService<ClosedLoop.Slot> service;

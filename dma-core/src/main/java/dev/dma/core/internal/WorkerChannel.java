@@ -21,7 +21,8 @@ import java.util.concurrent.locks.LockSupport;
 public final class WorkerChannel {
   private final MpscQueue<Object> queue;
   // Messages the worker offered to itself while the queue was full (a completion hook that
-  // resubmits). Waiting for room there would deadlock: only the worker makes room. Worker-only.
+  // resubmits), and every later one of its own until this is taken in, so they keep their order.
+  // Waiting for room there would deadlock: only the worker makes room. Worker-only.
   private final ArrayDeque<Object> overflow = new ArrayDeque<>();
   private final AtomicInteger inside = new AtomicInteger();
   private volatile boolean closed;
@@ -62,6 +63,15 @@ public final class WorkerChannel {
     try {
       if (closed) {
         return false;
+      }
+      // Overflow is the worker's, read here unsynchronized from any thread: another thread may see
+      // a stale answer and then fails the thread check, while the worker always sees its own.
+      if (!overflow.isEmpty() && Thread.currentThread() == consumer) {
+        // Behind the worker's earlier overflow, even if the queue has room again: poll takes the
+        // queue first, so a later message of the worker's would overtake an earlier one (a
+        // removePeer its own submit, say).
+        overflow.addLast(message);
+        return true;
       }
       while (!queue.offer(message)) {
         if (Thread.currentThread() == consumer) {

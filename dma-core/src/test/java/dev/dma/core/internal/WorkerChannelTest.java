@@ -178,6 +178,25 @@ class WorkerChannelTest {
     assertTrue(channel.isDrained());
   }
 
+  @Test
+  void theWorkersOwnOffersKeepTheirOrderWhenTheQueueFillsAndEmpties() {
+    WorkerChannel channel = new WorkerChannel(4); // a power of two: exactly 4 fit
+    channel.bind(Thread.currentThread());
+    for (int i = 0; i < 4; i++) {
+      assertTrue(channel.offer(i));
+    }
+    assertTrue(channel.offer(4)); // the queue is full: into the overflow
+    assertEquals(0, channel.poll()); // room in the queue again
+    assertTrue(channel.offer(5)); // must still go behind 4
+    for (int i = 1; i <= 5; i++) {
+      assertEquals(i, channel.poll());
+    }
+    assertNull(channel.poll());
+    channel.close();
+    assertFalse(channel.offer(6), "a closed channel refuses the worker's own offers too");
+    assertTrue(channel.isDrained());
+  }
+
   /** A daemon worker thread bound to {@code channel}: one left parked cannot keep the JVM alive. */
   private static Thread worker(WorkerChannel channel, Runnable body) {
     return Thread.ofPlatform()
