@@ -4,7 +4,6 @@ import dev.dma.api.Completion;
 import dev.dma.api.Direction;
 import dev.dma.api.DmaConfiguration;
 import dev.dma.api.DmaException;
-import dev.dma.api.Operands;
 import dev.dma.api.Outcome;
 import dev.dma.api.TransferDone;
 import dev.dma.api.TransferRequest;
@@ -309,13 +308,18 @@ final class EndpointDriver implements AutoCloseable {
   private void postPending() {
     TransferRequest<ClosedLoop.Slot> request;
     while (freeCount > 0 && (request = pending.peekFirst()) != null) {
-      Direction direction = request.direction();
-      boolean read = direction instanceof Direction.FromPeer;
-      MemorySegment operand =
-          direction instanceof Direction.FromPeer(long readLength)
-              ? request.context().allocate(readLength)
-              : request.context().source();
-      long length = Operands.lengthOf(direction, operand);
+      boolean read;
+      MemorySegment operand;
+      long length;
+      if (request.direction() instanceof Direction.FromPeer(long readLength)) {
+        read = true;
+        operand = request.context().allocate(readLength);
+        length = readLength;
+      } else {
+        read = false;
+        operand = request.context().source();
+        length = operand.byteSize();
+      }
       long address = operand.address();
       long peer = peers[(int) request.clientId()];
       long local = address >= registeredBase && address + length <= registeredEnd ? descriptor : 0;
@@ -437,21 +441,6 @@ final class EndpointDriver implements AutoCloseable {
 
   /** Runs {@code work} on the driver's thread and waits for it, at most {@code step}. */
   private static <V> V await(ExecutorService thread, Duration step, Callable<V> work) {
-    Future<V> result = thread.submit(work);
-    try {
-      return result.get(step.toNanos(), TimeUnit.NANOSECONDS);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException runtime) {
-        throw runtime;
-      }
-      throw new IllegalStateException("the endpoint's thread failed: " + e.getCause(), e);
-    } catch (TimeoutException e) {
-      result.cancel(true);
-      throw new IllegalStateException(
-          "the endpoint's thread did not finish a step within " + step.toMillis() + " ms", e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while waiting for the endpoint's thread", e);
-    }
+    return OwnerThreads.await(thread.submit(work), step, "the endpoint's thread");
   }
 }

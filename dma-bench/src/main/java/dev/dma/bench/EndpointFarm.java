@@ -14,16 +14,15 @@ import dev.dma.spi.FabricEndpoint;
 import dev.dma.spi.FabricProvider;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -158,20 +157,8 @@ final class EndpointFarm implements AutoCloseable {
     FutureTask<V> task = new FutureTask<>(action);
     calls.add(task);
     LockSupport.unpark(thread);
-    try {
-      return task.get(CALL_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException runtime) {
-        throw runtime;
-      }
-      throw new IllegalStateException(e.getCause());
-    } catch (TimeoutException e) {
-      throw new IllegalStateException(
-          "the endpoint farm's thread did not answer within " + CALL_TIMEOUT_SECONDS + " s");
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted waiting for the endpoint farm");
-    }
+    return OwnerThreads.await(
+        task, Duration.ofSeconds(CALL_TIMEOUT_SECONDS), "the endpoint farm's thread");
   }
 
   private void run() {
